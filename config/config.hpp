@@ -1,0 +1,163 @@
+// The configuration of SPEC section 3 as plain values, its YAML loader and
+// validator, and the embedded default (config/modelproxy.yaml, compiled in).
+//
+// Loading never throws: every problem is returned with its key path counted
+// from 0 (`routes[1].retry.max_attempts`) and a reason, all of them, not only
+// the first. Environment variables are read in a separate step
+// (resolve_environment) so that `check` can validate a file without them.
+#pragma once
+
+#include "policy/retry_config.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace modelproxy::config {
+
+enum class Dialect { openai, anthropic, generic };
+
+struct Limits {
+    std::int64_t max_request_body_bytes = 33554432;   // larger -> 413
+    std::int64_t max_header_bytes = 16384;            // larger -> 431
+    std::int64_t max_response_body_bytes = 67108864;  // larger -> 502
+    std::int64_t header_timeout_ms = 10000;           // request head not complete -> 408
+    std::int64_t idle_timeout_ms = 75000;             // idle keep-alive client connection closed
+    std::int64_t max_connections = 10000;             // beyond -> 503
+    std::int64_t drain_ms = 30000;                    // SIGTERM drain limit
+};
+
+struct Clients {
+    std::string tokens_env;              // empty: unset
+    bool allow_unauthenticated = false;
+    std::vector<std::string> tokens;     // filled by resolve_environment
+};
+
+struct Boundary {
+    std::vector<std::string> secret_patterns;
+    bool default_patterns = true;
+};
+
+struct Model {
+    std::string name;                    // what clients send in "model"
+    std::string upstream_model;          // rewritten into the upstream body
+    std::vector<std::string> accept;     // identities accepted (glob *); defaults to {upstream_model}
+};
+
+struct Tls {
+    std::string ca_file;
+    std::string cert_file;
+    std::string key_file;
+};
+
+struct Upstream {
+    bool https = false;
+    std::string host;                    // without brackets for IPv6
+    std::uint16_t port = 0;              // explicit or the scheme's default
+    std::string base_path;               // "" or "/v1" (no trailing '/')
+};
+
+struct Route {
+    std::string name;
+    std::string upstream_url;            // as written
+    Upstream upstream;                   // parsed (Boost.URL)
+    std::string api_key_env;
+    std::string api_key_header = "authorization";   // lower-case
+    std::string api_key_prefix;          // "Bearer " for authorization unless set
+    bool api_key_required = false;
+    std::vector<std::pair<std::string, std::string>> headers;  // static upstream headers, in file order
+    std::vector<std::pair<std::string, std::string>> query;    // static query parameters, in file order
+    Tls tls;
+    Dialect dialect = Dialect::openai;
+    std::int64_t connect_timeout_ms = 5000;
+    std::int64_t timeout_ms = 300000;
+    std::int64_t stream_idle_timeout_ms = 60000;
+    std::int64_t stream_head_hold_ms = 10000;
+    std::int64_t max_stream_ms = 0;
+    std::vector<Model> models;           // the "*" entry is not in here
+    bool wildcard = false;               // lists "*"
+    policy::RetryConfig retry;           // catalog merged with the route's override
+    std::optional<std::string> api_key;  // filled by resolve_environment; nullopt = pass client credentials through
+};
+
+struct Config {
+    std::string listen_host = "127.0.0.1";
+    std::uint16_t listen_port = 8080;
+    int workers = 0;                     // 0 = one event loop per core
+    Limits limits;
+    Clients clients;
+    policy::RetryConfig retry;           // the catalog
+    Boundary boundary;
+    std::vector<Route> routes;
+};
+
+struct Problem {
+    std::string path;                    // "routes[1].retry.max_attempts"; "" for the document itself
+    std::string why;
+    std::string line() const;            // "routes[1].retry.max_attempts: must be 1..16, got 40"
+};
+
+struct LoadResult {
+    std::optional<Config> config;        // set only when problems is empty
+    std::vector<Problem> problems;
+};
+
+// Parses and validates a YAML document. Never throws.
+LoadResult load_config(std::string_view yaml_text);
+
+// The embedded default config/modelproxy.yaml.
+std::string_view embedded_default_yaml();
+
+// "HOST:PORT" ("[::1]:8080" for IPv6; the host is returned without brackets).
+// Port 0 is allowed (the OS picks one; tests read the bound port from stderr).
+// nullopt when malformed, the host is empty, or the port is above 65535.
+std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_view text);
+
+using Getenv = std::function<const char*(const char*)>;
+
+struct EnvResult {
+    std::vector<Problem> errors;         // fatal: exit 2
+    std::vector<std::string> notices;    // one stderr line each (e.g. credentials passed through)
+};
+
+// Reads api_key_env and clients.tokens_env through getenv, fills Route::api_key
+// and Clients::tokens, and applies the rules that need them: api_key_required,
+// and SPEC section 12's refusal to listen open on a non-loopback address while a
+// route injects a key. Call after CLI overrides (--listen) are applied.
+EnvResult resolve_environment(Config& config, const Getenv& getenv);
+
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback_host(std::string_view host);
+
+// Which route and model serve a client model name: an exact name first, else
+// the "*" route (model == nullptr then). Both null when nothing serves it.
+struct ModelMatch {
+    const Route* route = nullptr;
+    const Model* model = nullptr;
+};
+ModelMatch find_model(const Config& config, std::string_view client_model);
+
+const Route* wildcard_route(const Config& config);
+
+// One row of the schema of SPEC section 3: every key the loader accepts, with
+// the default and range the validator applies (the validator reads its ranges
+// from the same table, so config/reference.md, generated from it, cannot drift).
+// Paths use [] for list items: `retry.max_attempts`, `routes[].timeout_ms`,
+// `routes[].models[].accept`.
+struct KeyInfo {
+    std::string path;
+    std::string default_value;
+    std::string range;
+    std::string description;
+};
+const std::vector<KeyInfo>& schema_keys();
+
+// The markdown table (key | default | range | meaning) of schema_keys(), one
+// row per key, as config/reference.md holds it.
+std::string schema_reference_table();
+
+}  // namespace modelproxy::config

@@ -1,0 +1,207 @@
+// load_config: the document, listen, workers, limits, clients, the retry
+// catalog and boundary. Routes are in routes.cpp.
+#include "config/config.hpp"
+#include "config/loader.hpp"
+#include "config/syntax.hpp"
+
+#include <exception>
+
+namespace modelproxy::config::detail {
+namespace {
+
+std::string syntax_why(const YAML::Exception& error) {
+    if (error.mark.is_null()) {
+        return "YAML syntax error: " + error.msg;
+    }
+    return "YAML syntax error at line " + std::to_string(error.mark.line + 1) + ", column " +
+           std::to_string(error.mark.column + 1) + ": " + error.msg;
+}
+
+void read_listen(MapReader& top, Config& config) {
+    std::string text;
+    if (!top.string("listen", text)) {
+        return;
+    }
+    const auto listen = parse_listen(text);
+    if (!listen) {
+        top.problem("listen", "must be HOST:PORT with a port 0..65535 (IPv6 as [::1]:8080), got \"" + text + "\"");
+        return;
+    }
+    config.listen_host = listen->first;
+    config.listen_port = listen->second;
+}
+
+void read_limits(const YAML::Node& node, Limits& limits, Problems& problems) {
+    if (!expect_map(node, "limits", problems)) {
+        return;
+    }
+    MapReader reader(node, "limits", "limits", problems);
+    reader.integer("max_request_body_bytes", limits.max_request_body_bytes);
+    reader.integer("max_header_bytes", limits.max_header_bytes);
+    reader.integer("max_response_body_bytes", limits.max_response_body_bytes);
+    reader.integer("header_timeout_ms", limits.header_timeout_ms);
+    reader.integer("idle_timeout_ms", limits.idle_timeout_ms);
+    reader.integer("max_connections", limits.max_connections);
+    reader.integer("drain_ms", limits.drain_ms);
+}
+
+void read_clients(const YAML::Node& node, Clients& clients, Problems& problems) {
+    if (!expect_map(node, "clients", problems)) {
+        return;
+    }
+    MapReader reader(node, "clients", "clients", problems);
+    std::string tokens_env;
+    if (reader.string("tokens_env", tokens_env)) {
+        // "" is unset, so templated deployments can leave it empty.
+        if (!tokens_env.empty() && !is_env_name(tokens_env)) {
+            // Never echo the value: it may be a token pasted by mistake.
+            reader.problem("tokens_env", "must be the name of an environment variable, not its value");
+        } else {
+            clients.tokens_env = tokens_env;
+        }
+    }
+    reader.boolean("allow_unauthenticated", clients.allow_unauthenticated);
+}
+
+void read_boundary(const YAML::Node& node, Boundary& boundary, Problems& problems) {
+    if (!expect_map(node, "boundary", problems)) {
+        return;
+    }
+    MapReader reader(node, "boundary", "boundary", problems);
+    std::vector<std::string> patterns;
+    if (reader.string_list("secret_patterns", patterns)) {
+        bool ok = true;
+        for (std::size_t i = 0; i < patterns.size(); ++i) {
+            if (patterns[i].empty()) {
+                // An empty expression matches every body and refuses them all.
+                problems.add((*reader.find("secret_patterns"))[i],
+                             join_index(reader.path_of("secret_patterns"), i),
+                             "must not be empty: it would match every body");
+                ok = false;
+            }
+        }
+        if (ok) {
+            boundary.secret_patterns = std::move(patterns);
+        }
+    }
+    reader.boolean("default_patterns", boundary.default_patterns);
+}
+
+void read_document(const YAML::Node& root, Config& config, Problems& problems) {
+    MapReader top(root, "", "", problems);
+    read_listen(top, config);
+    top.integer("workers", config.workers);
+    if (const YAML::Node* limits = top.find("limits")) {
+        read_limits(*limits, config.limits, problems);
+    }
+    if (const YAML::Node* clients = top.find("clients")) {
+        read_clients(*clients, config.clients, problems);
+    }
+    if (const YAML::Node* retry = top.find("retry"); retry != nullptr && expect_map(*retry, "retry", problems)) {
+        MapReader reader(*retry, "retry", "retry", problems);
+        read_retry(reader, config.retry);
+        check_delays(reader, config.retry, problems);
+    }
+    if (const YAML::Node* boundary = top.find("boundary")) {
+        read_boundary(*boundary, config.boundary, problems);
+    }
+    const YAML::Node* routes = top.find("routes");
+    if (routes == nullptr) {
+        top.problem("routes", "is required (list at least one route)");
+    } else {
+        config.routes = read_routes(*routes, config.retry, problems);
+    }
+}
+
+}  // namespace
+
+void read_retry(MapReader& reader, policy::RetryConfig& retry) {
+    reader.integer("max_attempts", retry.max_attempts);
+    reader.integer("base_delay_ms", retry.base_delay_ms);
+    reader.integer("max_delay_ms", retry.max_delay_ms);
+    reader.integer("max_total_delay_ms", retry.max_total_delay_ms);
+    reader.integer("throttled_max_attempts", retry.throttled_max_attempts);
+    reader.integer("throttled_max_total_delay_ms", retry.throttled_max_total_delay_ms);
+    std::string jitter;
+    if (reader.string("jitter", jitter)) {
+        if (jitter == "none") {
+            retry.jitter = policy::Jitter::none;
+        } else if (jitter == "full") {
+            retry.jitter = policy::Jitter::full;
+        } else {
+            reader.problem("jitter", "must be none or full, got \"" + jitter + "\"");
+        }
+    }
+    reader.integer("min_attempt_ms", retry.min_attempt_ms);
+}
+
+void check_delays(const MapReader& reader, const policy::RetryConfig& retry, Problems& problems) {
+    const bool has_base = reader.has("base_delay_ms");
+    const bool has_max = reader.has("max_delay_ms");
+    if (!has_base && !has_max) {
+        return;  // nothing set here; the catalog was checked on its own
+    }
+    for (const char* key : {"base_delay_ms", "max_delay_ms"}) {
+        if (problems.has(reader.path_of(key)) || problems.has(join_key("retry", key))) {
+            return;  // a refused value would only repeat as a second problem
+        }
+    }
+    if (retry.base_delay_ms <= retry.max_delay_ms) {
+        return;
+    }
+    if (has_base) {
+        problems.add(*reader.find("base_delay_ms"), reader.path_of("base_delay_ms"),
+                     "must be <= max_delay_ms (" + std::to_string(retry.max_delay_ms) + "), got " +
+                         std::to_string(retry.base_delay_ms));
+    } else {
+        problems.add(*reader.find("max_delay_ms"), reader.path_of("max_delay_ms"),
+                     "must be >= base_delay_ms (" + std::to_string(retry.base_delay_ms) + "), got " +
+                         std::to_string(retry.max_delay_ms));
+    }
+}
+
+}  // namespace modelproxy::config::detail
+
+namespace modelproxy::config {
+
+LoadResult load_config(std::string_view yaml_text) {
+    LoadResult result;
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(std::string(yaml_text));
+    } catch (const YAML::Exception& error) {
+        result.problems.push_back(Problem{"", detail::syntax_why(error)});
+        return result;
+    } catch (const std::exception& error) {
+        result.problems.push_back(Problem{"", std::string("cannot read the document: ") + error.what()});
+        return result;
+    }
+    if (documents.size() > 1) {
+        result.problems.push_back(
+            Problem{"", "must hold one YAML document, found " + std::to_string(documents.size())});
+        return result;
+    }
+    YAML::Node root = documents.empty() ? YAML::Node(YAML::NodeType::Map) : documents.front();
+    if (root.IsNull()) {
+        root = YAML::Node(YAML::NodeType::Map);  // an empty file: only "routes is required"
+    }
+    if (!root.IsMap()) {
+        result.problems.push_back(Problem{"", "the document must be a map of settings"});
+        return result;
+    }
+    detail::Problems problems;
+    Config config;
+    try {
+        detail::read_document(root, config, problems);
+    } catch (const std::exception& error) {
+        // yaml-cpp throws on malformed trees it built itself; never let it out.
+        problems.add(root, "", std::string("cannot read the document: ") + error.what());
+    }
+    result.problems = problems.sorted();
+    if (result.problems.empty()) {
+        result.config = std::move(config);
+    }
+    return result;
+}
+
+}  // namespace modelproxy::config

@@ -1,0 +1,51 @@
+// The schema of SPEC section 3 as one table: every key the loader accepts,
+// its default, its range and its meaning. The loader takes its integer ranges
+// and the set of keys each map may hold from here, and config/reference.md is
+// generated from the same rows, so documentation and validation cannot drift.
+// Internal to config/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace modelproxy::config::detail {
+
+enum class Unit { count, bytes, ms };
+
+struct IntRange {
+    std::int64_t min = 0;
+    std::int64_t max = 0;
+    Unit unit = Unit::count;
+    bool zero_is_off = false;   // 0 is accepted below `min` and means "off"
+};
+
+struct KeySpec {
+    std::string path;                 // `routes[].models[].accept`
+    std::string default_value;        // as the reference shows it
+    std::optional<IntRange> integer;  // set for integer keys
+    std::string range;                // allowed values in words (integers: generated)
+    std::string description;
+};
+
+const std::vector<KeySpec>& key_specs();
+
+// The integer range of a schema path. A path that is not an integer key of the
+// table is a programming error: it aborts, so a loader reading a key the
+// schema does not document fails every test that loads a config.
+const IntRange& integer_range(std::string_view path);
+
+// The keys a map at `prefix` may hold: the first segment after "prefix." of
+// every schema path below it ("" is the document itself).
+bool is_schema_child(std::string_view prefix, std::string_view key);
+std::vector<std::string> schema_children(std::string_view prefix);
+
+// "1..16", "1024..4294967296 (1 KiB..4 GiB)", "0 (off) or 10..86400000 (10 ms..24 h)".
+std::string describe_range(const IntRange& range);
+
+// "must be 1..16, got 40".
+std::string range_violation(const IntRange& range, std::string_view got);
+
+}  // namespace modelproxy::config::detail

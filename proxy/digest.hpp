@@ -1,0 +1,13 @@
+// The payload digest of SPEC section 6: SHA-256 over what an attempt sends
+// (method, target, body), as "sha256:<hex>". Every replay recomputes it over
+// the bytes it is about to send and refuses to send on a mismatch.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace modelproxy::proxy {
+
+std::string payload_digest(std::string_view method, std::string_view target, std::string_view body);
+
+}  // namespace modelproxy::proxy

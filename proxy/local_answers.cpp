@@ -1,0 +1,152 @@
+#include "proxy/local_answers.hpp"
+
+#include <boost/json.hpp>
+
+namespace modelproxy::proxy {
+
+namespace json = boost::json;
+
+namespace {
+
+struct ErrorRow {
+    unsigned status;
+    std::string_view code;
+    std::string_view message;
+};
+
+ErrorRow row_of(ClientError error) {
+    switch (error) {
+    case ClientError::bad_request:
+        return {400, "bad_request", "The request is not valid HTTP/1.1."};
+    case ClientError::invalid_json:
+        return {400, "invalid_json", "The request body is not valid JSON."};
+    case ClientError::missing_model:
+        return {400, "missing_model",
+                "The request body has no top-level string `model`, and no route serves "
+                "requests without one."};
+    case ClientError::duplicate_model:
+        return {400, "duplicate_model",
+                "The request body has more than one top-level `model`; send it once."};
+    case ClientError::invalid_path:
+        return {400, "invalid_path",
+                "The request path has a `..` segment, an encoded dot or slash, or is not "
+                "an origin-form path."};
+    case ClientError::unauthorized:
+        return {401, "unauthorized",
+                "A valid client token is required: send `Authorization: Bearer <token>` "
+                "or `x-api-key: <token>`."};
+    case ClientError::not_found:
+        return {404, "not_found", "Nothing is served at this path."};
+    case ClientError::model_not_found:
+        return {404, "model_not_found", "No route serves the requested model."};
+    case ClientError::no_route:
+        return {404, "no_route",
+                "No route serves this request: it names no model and no route serves every "
+                "model."};
+    case ClientError::method_not_allowed:
+        return {405, "method_not_allowed", "This path does not accept that method."};
+    case ClientError::request_timeout:
+        return {408, "request_timeout", "The request head was not received in time."};
+    case ClientError::payload_too_large:
+        return {413, "payload_too_large", "The request body is larger than this proxy accepts."};
+    case ClientError::unsupported_content_encoding:
+        return {415, "unsupported_content_encoding",
+                "Request bodies must not be encoded: only Content-Encoding identity is "
+                "accepted."};
+    case ClientError::header_too_large:
+        return {431, "header_too_large",
+                "The request headers are larger than this proxy accepts."};
+    case ClientError::too_many_connections:
+        return {503, "too_many_connections",
+                "The proxy is at its connection limit; try again later."};
+    }
+    return {500, "internal_error", "Internal error."};
+}
+
+json::object model_entry(std::string_view id, std::string_view owner) {
+    json::object entry;
+    entry["id"] = id;
+    entry["object"] = "model";
+    entry["created"] = 0;
+    entry["owned_by"] = owner;
+    return entry;
+}
+
+std::string status_body(std::string_view status) {
+    json::object body;
+    body["status"] = status;
+    return json::serialize(body);
+}
+
+}  // namespace
+
+unsigned status_of(ClientError error) { return row_of(error).status; }
+std::string_view code_of(ClientError error) { return row_of(error).code; }
+std::string_view default_message(ClientError error) { return row_of(error).message; }
+
+std::string_view type_of(ClientError error) {
+    return error == ClientError::too_many_connections ? modelproxy_error_type
+                                                      : invalid_request_error_type;
+}
+
+std::string error_envelope(std::string_view message, std::string_view type, std::string_view code,
+                           const EnvelopeDetails& details) {
+    // json::object keeps insertion order, which is the order section 9 shows.
+    json::object error;
+    error["message"] = message;
+    error["type"] = type;
+    error["code"] = code;
+    if (details.error_class) error["class"] = *details.error_class;
+    if (details.attempts) error["attempts"] = *details.attempts;
+    if (details.decision) error["decision"] = *details.decision;
+    if (details.bound) error["bound"] = *details.bound;
+    json::object envelope;
+    envelope["error"] = std::move(error);
+    return json::serialize(envelope);
+}
+
+LocalAnswer client_error(unsigned status, std::string_view code, std::string_view message) {
+    return {status, error_envelope(message, invalid_request_error_type, code)};
+}
+
+LocalAnswer client_error(ClientError error) { return client_error(error, default_message(error)); }
+
+LocalAnswer client_error(ClientError error, std::string_view message) {
+    return {status_of(error), error_envelope(message, type_of(error), code_of(error))};
+}
+
+std::string model_not_found_message(std::string_view model) {
+    std::string message = "No route serves the model `";
+    message += model;
+    message += "`.";
+    return message;
+}
+
+LocalAnswer models_list(const config::Config& config) {
+    json::array data;
+    for (const auto& route : config.routes) {
+        for (const auto& model : route.models) data.push_back(model_entry(model.name, route.name));
+    }
+    json::object list;
+    list["object"] = "list";
+    list["data"] = std::move(data);
+    return {200, json::serialize(list)};
+}
+
+LocalAnswer model_object(const config::Config& config, std::string_view id) {
+    for (const auto& route : config.routes) {
+        for (const auto& model : route.models) {
+            if (model.name == id) return {200, json::serialize(model_entry(model.name, route.name))};
+        }
+    }
+    return client_error(ClientError::model_not_found, model_not_found_message(id));
+}
+
+LocalAnswer healthz() { return {200, status_body("ok")}; }
+
+LocalAnswer readyz(Readiness readiness) {
+    if (readiness == Readiness::draining) return {503, status_body("draining")};
+    return {200, status_body("ready")};
+}
+
+}  // namespace modelproxy::proxy

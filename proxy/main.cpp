@@ -1,0 +1,100 @@
+// The modelproxy command line (SPEC section 2). Exit codes: 0 clean exit
+// (also after a SIGTERM drain), 2 bad config or usage, 1 other fatal error.
+// Human messages go to stderr, one line each; stdout carries only records.
+#include "config/config.hpp"
+#include "proxy/cli.hpp"
+#include "proxy/server.hpp"
+
+#include <csignal>
+#include <cstring>
+#include <exception>
+#include <iostream>
+
+namespace {
+
+constexpr const char* usage_text =
+    "usage: modelproxy [--config FILE] [--listen HOST:PORT] [--workers N] [--log FILE]\n"
+    "       modelproxy check --config FILE\n"
+    "       modelproxy doctor [--config FILE] [--json]\n"
+    "       modelproxy --version | --help\n"
+    "\n"
+    "Serves an HTTP reverse proxy for model providers. Without --config it uses\n"
+    "the embedded default (config/modelproxy.yaml). --listen and --workers\n"
+    "override the config; --log writes the JSON-lines records to FILE instead of\n"
+    "stdout.\n"
+    "\n"
+    "  check    validate FILE; exit 0 when valid, else exit 2 with one line per problem\n"
+    "  doctor   print each route's retry envelope (bounds, waits, worst case)\n";
+
+int usage_error(const std::string& why) {
+    std::cerr << "modelproxy: " << why << "\n" << "usage: see modelproxy --help\n";
+    return 2;
+}
+
+int run(int argc, char** argv) {
+    using namespace modelproxy;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+        std::cout << usage_text;
+        return 0;
+    }
+    if (!args.empty() && args[0] == "--version") {
+        std::cout << "modelproxy " << MODELPROXY_VERSION << "\n";
+        return 0;
+    }
+    std::string command = "serve";
+    std::size_t i = 0;
+    if (!args.empty() && (args[0] == "check" || args[0] == "doctor")) {
+        command = args[0];
+        i = 1;
+    }
+    proxy::ServeOptions options;
+    bool json = false;
+    for (; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](std::string& out) -> bool {
+            if (i + 1 >= args.size()) return false;
+            out = args[++i];
+            return true;
+        };
+        std::string v;
+        if (a == "--config") {
+            if (!value(options.config_path) || options.config_path.empty()) return usage_error("--config needs a FILE");
+        } else if (a == "--listen" && command == "serve") {
+            if (!value(options.listen_override)) return usage_error("--listen needs HOST:PORT");
+            if (!config::parse_listen(options.listen_override))
+                return usage_error("--listen: expected HOST:PORT, got " + options.listen_override);
+        } else if (a == "--workers" && command == "serve") {
+            if (!value(v)) return usage_error("--workers needs N");
+            char* end = nullptr;
+            long n = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || n < 0 || n > 256) return usage_error("--workers: expected 0..256, got " + v);
+            options.workers_override = static_cast<int>(n);
+        } else if (a == "--log" && command == "serve") {
+            if (!value(options.log_path) || options.log_path.empty()) return usage_error("--log needs a FILE");
+        } else if (a == "--json" && command == "doctor") {
+            json = true;
+        } else {
+            return usage_error("unknown argument " + a);
+        }
+    }
+    if (command == "check") {
+        if (options.config_path.empty()) return usage_error("check needs --config FILE");
+        return proxy::check_command(options.config_path);
+    }
+    if (command == "doctor") return proxy::doctor_command(options.config_path, json);
+    return proxy::serve(options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // A client that hangs up must not kill the process through SIGPIPE.
+    std::signal(SIGPIPE, SIG_IGN);
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "modelproxy: fatal: " << e.what() << "\n";
+        return 1;
+    }
+}

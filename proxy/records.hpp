@@ -1,0 +1,71 @@
+// The JSON-lines records of SPEC section 10: one per attempt and one per turn,
+// each written and flushed as one whole line when it happens, to stdout or the
+// --log file. No record ever holds a key, an Authorization value or a body:
+// the record structs have no field that could carry one.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace modelproxy::proxy {
+
+struct AttemptRecord {
+    std::string_view request_id;
+    std::string_view route;
+    std::string_view model;
+    int attempt = 1;
+    std::optional<int> status;            // null when no HTTP answer
+    std::string_view error_class;         // "" -> null
+    std::string_view code;                // "" -> null
+    std::string_view timeout_source;      // "" -> null
+    std::string_view rule;                // "" -> null
+    std::string_view decision;            // retry|terminal|exhausted|deadline|cancelled|ok
+    std::int64_t delay_ms = 0;
+    std::int64_t remaining_ms = 0;
+    std::string_view digest;              // "sha256:<hex>"
+};
+
+struct TurnRecord {
+    std::string_view request_id;
+    std::string_view route;               // "" -> null (refused before routing)
+    std::string_view model;               // "" -> null
+    int attempts = 0;
+    std::string_view outcome;             // ok|terminal|exhausted|deadline|cancelled|refused|rejected
+    std::string_view error_class;
+    std::string_view code;
+    std::string_view bound;
+    std::optional<int> status;            // what the client got
+    bool stream = false;
+    bool published = false;
+    std::string_view fallback_from;
+    std::int64_t duration_ms = 0;
+    std::optional<std::int64_t> ttft_ms;
+};
+
+std::string to_json_line(const AttemptRecord& record);
+std::string to_json_line(const TurnRecord& record);
+
+// Writes whole lines with one write(2) each, so concurrent workers never
+// interleave within a line. reopen() is for log rotation (SIGHUP).
+class RecordLog {
+public:
+    RecordLog() = default;
+    ~RecordLog();
+    RecordLog(const RecordLog&) = delete;
+    RecordLog& operator=(const RecordLog&) = delete;
+
+    // path empty: stdout. Returns an error message on failure.
+    std::optional<std::string> open(const std::string& path);
+    std::optional<std::string> reopen();
+    void write(const std::string& line);
+
+private:
+    std::mutex mutex_;  // guards fd_ against reopen only
+    int fd_ = 1;
+    std::string path_;
+};
+
+}  // namespace modelproxy::proxy

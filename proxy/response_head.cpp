@@ -1,0 +1,61 @@
+#include "proxy/response_head.hpp"
+
+#include "proxy/request_rules.hpp"
+
+#include <boost/beast/http/status.hpp>
+
+namespace modelproxy::proxy {
+
+namespace http = boost::beast::http;
+
+ResponseHead::ResponseHead(unsigned status, std::string_view reason) : status_(status) {
+    text_.reserve(512);
+    if (reason.empty()) reason = http::obsolete_reason(static_cast<http::status>(status));
+    text_ += "HTTP/1.1 ";
+    text_ += std::to_string(status);
+    text_ += ' ';
+    text_ += reason;
+    text_ += "\r\n";
+}
+
+void ResponseHead::add(std::string_view name, std::string_view value) {
+    text_ += name;
+    text_ += ": ";
+    text_ += value;
+    text_ += "\r\n";
+}
+
+void ResponseHead::copy_upstream(const http::response_header<>& upstream) {
+    const auto tokens = connection_tokens(upstream[http::field::connection]);
+    for (const auto& field : upstream) {
+        const std::string_view name = field.name_string();
+        if (!forward_response_header(name, tokens)) continue;
+        // The proxy is the one retry owner: a failure carries its own
+        // x-should-retry: false (add_failure), never the upstream's.
+        if ((status_ < 200 || status_ >= 300) && iequals(name, "x-should-retry")) continue;
+        add(name, field.value());
+    }
+}
+
+void ResponseHead::add_modelproxy(int attempts, std::string_view request_id) {
+    add("x-modelproxy-attempts", std::to_string(attempts));
+    add("x-modelproxy-request-id", request_id);
+}
+
+void ResponseHead::add_failure(std::string_view error_class, std::string_view decision, std::string_view bound) {
+    add("x-modelproxy-error-class", error_class);
+    add("x-modelproxy-decision", decision);
+    if (!bound.empty()) add("x-modelproxy-bound", bound);
+    add("x-should-retry", "false");
+}
+
+void ResponseHead::content_length(std::size_t length) { add("content-length", std::to_string(length)); }
+
+void ResponseHead::chunked() { add("transfer-encoding", "chunked"); }
+
+std::string ResponseHead::finish() {
+    text_ += "\r\n";
+    return std::move(text_);
+}
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,36 @@
+// Builds the head of an answer to the client as bytes: the upstream's
+// end-to-end headers (hop-by-hop, framing and Content-Encoding removed: the
+// proxy reframes and decodes), the x-modelproxy-* headers of SPEC section 9,
+// and the framing the proxy chose.
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace modelproxy::proxy {
+
+class ResponseHead {
+public:
+    explicit ResponseHead(unsigned status, std::string_view reason = {});
+
+    void add(std::string_view name, std::string_view value);
+    // The upstream's end-to-end headers; never its x-should-retry (section 6:
+    // the proxy is the one retry owner).
+    void copy_upstream(const boost::beast::http::response_header<>& upstream);
+    void add_modelproxy(int attempts, std::string_view request_id);
+    // x-modelproxy-error-class, -decision, -bound (when not empty), x-should-retry: false.
+    void add_failure(std::string_view error_class, std::string_view decision, std::string_view bound);
+    void content_length(std::size_t length);
+    void chunked();
+    // The finished head, ending with the blank line.
+    std::string finish();
+
+private:
+    std::string text_;
+    unsigned status_;
+};
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,263 @@
+#include "proxy/server.hpp"
+
+#include "proxy/session.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace modelproxy::proxy {
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+void say(const std::string& line) { std::cerr << "modelproxy: " << line << std::endl; }
+
+std::optional<std::string> read_file(const std::string& path, std::string& error) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        error = "cannot read " + path;
+        return std::nullopt;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// Loads, overrides, reads the environment and builds the runtime. Every
+// problem is printed; nullptr when there was one.
+std::shared_ptr<const Runtime> load_runtime(const ServeOptions& options, bool startup) {
+    std::string text;
+    if (options.config_path.empty()) {
+        text = std::string(config::embedded_default_yaml());
+    } else {
+        std::string error;
+        auto file = read_file(options.config_path, error);
+        if (!file) {
+            say(error);
+            return nullptr;
+        }
+        text = std::move(*file);
+    }
+    const std::string source = options.config_path.empty() ? "embedded default" : options.config_path;
+    auto loaded = config::load_config(text);
+    if (!loaded.config) {
+        for (const auto& problem : loaded.problems) say(source + ": " + problem.line());
+        return nullptr;
+    }
+    config::Config cfg = std::move(*loaded.config);
+    if (!options.listen_override.empty()) {
+        auto listen = config::parse_listen(options.listen_override);
+        if (!listen) {
+            say("--listen: expected HOST:PORT, got " + options.listen_override);
+            return nullptr;
+        }
+        cfg.listen_host = listen->first;
+        cfg.listen_port = listen->second;
+    }
+    if (options.workers_override >= 0) cfg.workers = options.workers_override;
+    auto env = config::resolve_environment(cfg, [](const char* name) { return std::getenv(name); });
+    if (startup || env.errors.empty()) {
+        for (const auto& notice : env.notices) say(notice);
+    }
+    if (!env.errors.empty()) {
+        for (const auto& problem : env.errors) say(source + ": " + problem.line());
+        return nullptr;
+    }
+    auto built = Runtime::build(std::move(cfg));
+    if (auto* problems = std::get_if<std::vector<std::string>>(&built)) {
+        for (const auto& line : *problems) say(source + ": " + line);
+        return nullptr;
+    }
+    return std::get<std::shared_ptr<const Runtime>>(built);
+}
+
+}  // namespace
+
+std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::build(config::Config cfg) {
+    auto runtime = std::make_shared<Runtime>();
+    std::vector<std::string> problems;
+    for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
+        const auto& route = cfg.routes[i];
+        transport::TlsContext tls;
+        if (route.upstream.https) {
+            auto made = transport::make_tls_context(route.tls);
+            if (auto* error = std::get_if<std::string>(&made)) {
+                problems.push_back("routes[" + std::to_string(i) + "].tls: " + *error);
+            } else {
+                tls = std::get<transport::TlsContext>(std::move(made));
+            }
+        }
+        runtime->tls.push_back(std::move(tls));
+        // Routes that share an upstream and TLS settings share a pool; a new
+        // generation gets new pools so a changed CA never reuses old sessions.
+        runtime->pool_keys.push_back(route.upstream_url + "|" + route.tls.ca_file + "|" + route.tls.cert_file +
+                                     "|" + std::to_string(reinterpret_cast<std::uintptr_t>(runtime.get())));
+    }
+    if (!problems.empty()) return problems;
+    runtime->config = std::move(cfg);
+    return std::shared_ptr<const Runtime>(std::move(runtime));
+}
+
+Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {}
+
+void Worker::listen(const tcp::endpoint& endpoint) {
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(asio::socket_base::reuse_address(true));
+    int one = 1;
+    ::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    acceptor_.bind(endpoint);
+    acceptor_.listen(asio::socket_base::max_listen_connections);
+}
+
+void Worker::start() {
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+    thread_ = std::thread([this] { io_.run(); });
+}
+
+void Worker::stop_accepting() {
+    asio::post(io_, [this] {
+        boost::system::error_code ec;
+        acceptor_.close(ec);
+    });
+}
+
+void Worker::stop() { io_.stop(); }
+
+void Worker::join() {
+    if (thread_.joinable()) thread_.join();
+}
+
+asio::awaitable<void> Worker::accept_loop() {
+    asio::steady_timer backoff(io_);
+    for (;;) {
+        auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
+        if (ec) {
+            if (!acceptor_.is_open() || ec == asio::error::operation_aborted) co_return;
+            // Out of file descriptors and the like: pause rather than spin.
+            backoff.expires_after(std::chrono::milliseconds(50));
+            co_await backoff.async_wait(use_tuple);
+            continue;
+        }
+        asio::co_spawn(io_, run_session(*this, std::move(socket)), asio::detached);
+    }
+}
+
+int serve(const ServeOptions& options) {
+    auto runtime = load_runtime(options, true);
+    if (!runtime) return 2;
+
+    Shared shared;
+    if (auto error = shared.log.open(options.log_path)) {
+        say(*error);
+        return 1;
+    }
+    shared.runtime.store(runtime);
+    const config::Config& cfg = runtime->config;
+
+    int count = cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
+    if (count <= 0) count = 1;
+
+    boost::system::error_code ec;
+    auto address = asio::ip::make_address(cfg.listen_host, ec);
+    if (ec) {
+        // A host name such as "localhost": resolve it once at startup.
+        asio::io_context io;
+        tcp::resolver resolver(io);
+        auto results = resolver.resolve(cfg.listen_host, std::to_string(cfg.listen_port), ec);
+        if (ec || results.empty()) {
+            say("cannot resolve listen host " + cfg.listen_host);
+            return 2;
+        }
+        address = results.begin()->endpoint().address();
+    }
+    tcp::endpoint endpoint(address, cfg.listen_port);
+
+    std::vector<std::unique_ptr<Worker>> workers;
+    try {
+        for (int i = 0; i < count; ++i) {
+            workers.push_back(std::make_unique<Worker>(shared, i));
+            workers.back()->listen(endpoint);
+            if (i == 0) endpoint = workers.back()->local_endpoint();  // port 0 -> the bound port for all
+        }
+    } catch (const boost::system::system_error& e) {
+        say("cannot listen on " + cfg.listen_host + ":" + std::to_string(cfg.listen_port) + ": " +
+            e.code().message());
+        return 1;
+    }
+    for (auto& worker : workers) worker->start();
+    {
+        std::string host = endpoint.address().to_string();
+        if (endpoint.address().is_v6()) host = "[" + host + "]";
+        say("listening on " + host + ":" + std::to_string(endpoint.port()) + " (" + std::to_string(count) +
+            (count == 1 ? " worker)" : " workers)"));
+    }
+
+    // The main thread owns signals and the drain; workers own connections.
+    asio::io_context control;
+    asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
+    asio::steady_timer poll(control);
+    std::optional<std::chrono::steady_clock::time_point> drain_until;
+
+    std::function<void()> wait_signal;
+    std::function<void()> poll_drain = [&] {
+        poll.expires_after(std::chrono::milliseconds(10));
+        poll.async_wait([&](const boost::system::error_code& e) {
+            if (e) return;
+            if (shared.inflight_turns.load() == 0 || std::chrono::steady_clock::now() >= *drain_until) {
+                if (shared.inflight_turns.load() != 0)
+                    say("drain limit reached with " + std::to_string(shared.inflight_turns.load()) +
+                        " turns in flight; closing them");
+                control.stop();
+                return;
+            }
+            poll_drain();
+        });
+    };
+    wait_signal = [&] {
+        signals.async_wait([&](const boost::system::error_code& e, int signo) {
+            if (e) return;
+            if (signo == SIGHUP) {
+                if (auto fresh = load_runtime(options, false)) {
+                    shared.runtime.store(fresh);
+                    say("config reloaded");
+                } else {
+                    say("reload refused; the previous config stays in force");
+                }
+                if (auto error = shared.log.reopen()) say(*error);
+                wait_signal();
+                return;
+            }
+            if (!drain_until) {
+                say(std::string(signo == SIGTERM ? "SIGTERM" : "SIGINT") + ": draining");
+                shared.draining.store(true);
+                drain_until = std::chrono::steady_clock::now() +
+                              std::chrono::milliseconds(shared.runtime.load()->config.limits.drain_ms);
+                for (auto& worker : workers) worker->stop_accepting();
+                poll_drain();
+            }
+            wait_signal();
+        });
+    };
+    wait_signal();
+    control.run();
+
+    for (auto& worker : workers) worker->stop();
+    for (auto& worker : workers) worker->join();
+    say("stopped");
+    return 0;
+}
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,87 @@
+// The listener: N workers, each one thread with its own io_context and its
+// own SO_REUSEPORT acceptor (so no lock is shared on the request path), plus
+// the process-wide state they read: the current Runtime (config generation),
+// the drain flag and the connection/turn counts.
+#pragma once
+
+#include "config/config.hpp"
+#include "proxy/records.hpp"
+#include "transport/upstream.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+namespace modelproxy::proxy {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// One loaded config generation. Turns hold a shared_ptr to the Runtime they
+// started with, so a reload never changes an in-flight turn (SPEC section 11).
+struct Runtime {
+    config::Config config;
+    std::vector<transport::TlsContext> tls;   // per route, index as config.routes (null context for http)
+    std::vector<std::string> pool_keys;       // per route: which pool its connections go to
+
+    // Builds TLS contexts; returns the problems (one line each) on failure.
+    static std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> build(config::Config config);
+};
+
+struct Shared {
+    std::atomic<std::shared_ptr<const Runtime>> runtime;
+    std::atomic<bool> draining{false};
+    std::atomic<std::int64_t> connections{0};
+    std::atomic<std::int64_t> inflight_turns{0};
+    std::atomic<std::int64_t> retry_wait_ms{0};
+    RecordLog log;
+};
+
+class Worker {
+public:
+    Worker(Shared& shared, int index);
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    asio::io_context& io() { return io_; }
+    Shared& shared() { return shared_; }
+    transport::Pool& pool(const std::string& key) { return pools_[key]; }
+    int index() const { return index_; }
+
+    // Opens this worker's acceptor on `endpoint` with SO_REUSEPORT.
+    void listen(const tcp::endpoint& endpoint);
+    tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
+    void start();          // spawns the accept loop and the thread
+    void stop_accepting(); // thread-safe: posts to the worker
+    void stop();           // thread-safe
+    void join();
+
+private:
+    asio::awaitable<void> accept_loop();
+
+    Shared& shared_;
+    int index_;
+    asio::io_context io_{1};
+    tcp::acceptor acceptor_{io_};
+    std::unordered_map<std::string, transport::Pool> pools_;
+    std::thread thread_;
+};
+
+struct ServeOptions {
+    std::string config_path;      // "" = embedded default
+    std::string listen_override;  // "" = config
+    int workers_override = -1;    // -1 = config
+    std::string log_path;         // "" = stdout
+};
+
+// Runs until SIGTERM/SIGINT and the drain are done. Returns the exit code.
+int serve(const ServeOptions& options);
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,360 @@
+#include "proxy/session.hpp"
+
+#include "policy/classify.hpp"
+#include "policy/client_deadline.hpp"
+#include "proxy/local_answers.hpp"
+#include "proxy/request_rules.hpp"
+#include "proxy/response_head.hpp"
+#include "proxy/turn.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <atomic>
+#include <random>
+
+namespace modelproxy::proxy {
+
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Clock = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// A request id: the client's x-request-id, else "mp-" + 16 hex digits that
+// are unique in this process and unpredictable across processes.
+std::string make_request_id() {
+    static const std::uint64_t seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
+    static std::atomic<std::uint64_t> counter{0};
+    std::uint64_t x = seed + counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    char out[20] = "mp-";
+    static constexpr char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; ++i) out[3 + i] = hex[(x >> (60 - 4 * i)) & 15];
+    return std::string(out, 19);
+}
+
+std::optional<std::string_view> header(const http::request<http::string_body>& req, std::string_view name) {
+    auto it = req.find(name);
+    if (it == req.end()) return std::nullopt;
+    return it->value();
+}
+
+class Session {
+public:
+    Session(Worker& worker, tcp::socket socket) : worker_(worker), socket_(std::move(socket)) {}
+
+    asio::awaitable<void> run();
+
+private:
+    // Writes a local answer. Returns whether the connection stays open.
+    asio::awaitable<bool> answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id = {},
+                                 std::string_view allow = {});
+    asio::awaitable<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
+                                 std::string_view message = {});
+    asio::awaitable<bool> handle(http::request<http::string_body>& req, bool keep_alive);
+    void record_refusal(std::string_view request_id, std::string_view code, unsigned status);
+
+    Worker& worker_;
+    tcp::socket socket_;
+    beast::flat_buffer buffer_;
+};
+
+asio::awaitable<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id,
+                                      std::string_view allow) {
+    ResponseHead head(a.status);
+    head.add("content-type", "application/json");
+    if (!request_id.empty()) head.add("x-modelproxy-request-id", request_id);
+    if (!allow.empty()) head.add("allow", allow);
+    if (a.status >= 300) head.add("x-should-retry", "false");
+    head.content_length(a.body.size());
+    if (!keep_alive) head.add("connection", "close");
+    std::string text = head.finish();
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(text), asio::buffer(a.body)};
+    auto [ec, n] = co_await asio::async_write(socket_, buffers, use_tuple);
+    co_return !ec && keep_alive;
+}
+
+void Session::record_refusal(std::string_view request_id, std::string_view code, unsigned status) {
+    TurnRecord r;
+    r.request_id = request_id;
+    r.outcome = "rejected";
+    r.error_class = "client";
+    r.code = code;
+    r.status = static_cast<int>(status);
+    worker_.shared().log.write(to_json_line(r));
+}
+
+asio::awaitable<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view request_id,
+                                      std::string_view message) {
+    if (!request_id.empty()) record_refusal(request_id, code_of(error), status_of(error));
+    // Named locals, not temporaries, across co_await: g++ 12 destroys a
+    // temporary of a conditional expression inside a co_await twice.
+    LocalAnswer refusal = message.empty() ? client_error(error) : client_error(error, message);
+    std::string_view allow = error == ClientError::method_not_allowed ? allowed_methods() : "";
+    const bool open = co_await answer(refusal, keep_alive, request_id, allow);
+    co_return open;
+}
+
+asio::awaitable<void> Session::run() {
+    Shared& shared = worker_.shared();
+    struct Count {
+        Shared& shared;
+        ~Count() { shared.connections.fetch_sub(1); }
+    } count{shared};
+    const std::int64_t open = shared.connections.fetch_add(1) + 1;
+    boost::system::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+
+    auto runtime = shared.runtime.load();
+    if (open > runtime->config.limits.max_connections) {
+        LocalAnswer busy = client_error(ClientError::too_many_connections);
+        co_await answer(busy, false);
+        co_return;
+    }
+
+    asio::steady_timer timer(socket_.get_executor());
+    bool first = true;
+    for (;;) {
+        runtime = shared.runtime.load();
+        const config::Limits& limits = runtime->config.limits;
+
+        // Wait for the next request's first byte: header_timeout_ms on a new
+        // connection, idle_timeout_ms between keep-alive requests.
+        if (buffer_.size() == 0) {
+            timer.expires_after(std::chrono::milliseconds(first ? limits.header_timeout_ms : limits.idle_timeout_ms));
+            auto r = co_await (socket_.async_read_some(buffer_.prepare(4096), use_tuple) ||
+                               timer.async_wait(use_tuple));
+            if (r.index() == 1) {
+                if (first) co_await refuse(ClientError::request_timeout, false);
+                co_return;
+            }
+            auto [ec, n] = std::get<0>(r);
+            if (ec) co_return;
+            buffer_.commit(n);
+        }
+        first = false;
+
+        // The head, within header_timeout_ms of its first byte.
+        http::request_parser<http::empty_body> head_parser;
+        head_parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+        head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
+        timer.expires_after(std::chrono::milliseconds(limits.header_timeout_ms));
+        {
+            auto r = co_await (http::async_read_header(socket_, buffer_, head_parser, use_tuple) ||
+                               timer.async_wait(use_tuple));
+            if (r.index() == 1) {
+                co_await refuse(ClientError::request_timeout, false);
+                co_return;
+            }
+            auto [ec, n] = std::get<0>(r);
+            if (ec == http::error::header_limit) {
+                co_await refuse(ClientError::header_too_large, false);
+                co_return;
+            }
+            if (ec == http::error::body_limit) {
+                co_await refuse(ClientError::payload_too_large, false);
+                co_return;
+            }
+            if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
+                co_return;
+            if (ec) {
+                co_await refuse(ClientError::bad_request, false);
+                co_return;
+            }
+        }
+        const auto& head = head_parser.get();
+        if (auto length = head_parser.content_length();
+            length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
+            co_await refuse(ClientError::payload_too_large, false);
+            co_return;
+        }
+        if (!acceptable_request_encoding(head[http::field::content_encoding])) {
+            co_await refuse(ClientError::unsupported_content_encoding, false);
+            co_return;
+        }
+        // Expect: 100-continue is answered here and never forwarded (section 4).
+        if (auto expect = head[http::field::expect]; iequals(expect, "100-continue")) {
+            static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+            auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(go_on), use_tuple);
+            if (ec) co_return;
+        }
+
+        // The body, within idle_timeout_ms (a slow upload is not a slow head).
+        http::request_parser<http::string_body> parser(std::move(head_parser));
+        parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
+        if (!parser.is_done()) {
+            timer.expires_after(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
+            auto r = co_await (http::async_read(socket_, buffer_, parser, use_tuple) || timer.async_wait(use_tuple));
+            if (r.index() == 1) {
+                co_await refuse(ClientError::request_timeout, false);
+                co_return;
+            }
+            auto [ec, n] = std::get<0>(r);
+            if (ec == http::error::body_limit) {
+                co_await refuse(ClientError::payload_too_large, false);
+                co_return;
+            }
+            if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
+                co_return;
+            if (ec) {
+                co_await refuse(ClientError::bad_request, false);
+                co_return;
+            }
+        }
+        auto req = parser.release();
+        const bool keep_alive = req.keep_alive() && !shared.draining.load();
+        if (!co_await handle(req, keep_alive)) co_return;
+    }
+}
+
+asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, bool keep_alive) {
+    Shared& shared = worker_.shared();
+    auto runtime = shared.runtime.load();
+    const config::Config& cfg = runtime->config;
+    const std::string_view method = req.method_string();
+    const bool is_head = req.method() == http::verb::head;
+
+    Target target = check_path(req.target());
+    if (target.status != TargetStatus::ok) co_return co_await refuse(ClientError::invalid_path, keep_alive);
+
+    const Dispatch dispatched = dispatch(method, target.path);
+    std::string request_id;
+    if (under_v1(target.path)) {
+        auto client_id = header(req, "x-request-id");
+        request_id = client_id && !client_id->empty() && client_id->size() <= 200 ? std::string(*client_id)
+                                                                                  : make_request_id();
+    }
+
+    ClientAuth auth = ClientAuth::open;
+    if (needs_client_token(dispatched)) {
+        auth = authorize_client(header(req, "authorization"), header(req, "x-api-key"), cfg.clients.tokens);
+        if (auth == ClientAuth::refused)
+            co_return co_await refuse(ClientError::unauthorized, keep_alive, request_id);
+    }
+
+    std::optional<LocalAnswer> local;
+    switch (dispatched) {
+        case Dispatch::healthz: local = healthz(); break;
+        case Dispatch::readyz: local = readyz(shared.draining.load() ? Readiness::draining : Readiness::ready); break;
+        case Dispatch::metrics:
+            co_return co_await refuse(ClientError::not_found, keep_alive, "", "metrics are not served yet");
+        case Dispatch::models_list: local = models_list(cfg); break;
+        case Dispatch::model_object: {
+            auto id = model_id_from_path(target.path);
+            local = id ? model_object(cfg, *id) : client_error(ClientError::model_not_found);
+            break;
+        }
+        case Dispatch::not_found: co_return co_await refuse(ClientError::not_found, keep_alive);
+        case Dispatch::method_not_allowed: co_return co_await refuse(ClientError::method_not_allowed, keep_alive);
+        case Dispatch::forward: break;
+    }
+    if (local) {
+        if (is_head) local->body.clear();
+        const bool open = co_await answer(*local, keep_alive, request_id);
+        co_return open;
+    }
+
+    const std::string_view content_type = req[http::field::content_type];
+    BodyFacts facts = inspect_body(content_type, req.body());
+    RouteDecision decision = decide_route(method, target.path, facts, cfg);
+    if (auto* refusal = std::get_if<Refusal>(&decision))
+        co_return co_await refuse(refusal->error, keep_alive, request_id, refusal->message);
+    Forward& forward = std::get<Forward>(decision);
+
+    ForwardPlan plan;
+    plan.runtime = runtime;
+    plan.route_index = static_cast<std::size_t>(forward.route - cfg.routes.data());
+    const config::Route& route = *forward.route;
+    plan.client_model = forward.client_model;
+    plan.method = std::string(method);
+    plan.target = upstream_target(route, target.path, target.query);
+    plan.body = forward.upstream_model ? upstream_body(req.body(), facts, *forward.upstream_model)
+                                       : std::move(req.body());
+    plan.wants_stream = facts.wants_stream();
+    plan.head_request = is_head;
+    plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
+    if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
+    plan.request_id = request_id;
+    plan.keep_alive = keep_alive;
+    plan.started = Clock::now();
+    // The client's own deadline only ever shortens the route's (SPEC section 6).
+    policy::ClientDeadlineHeaders deadline_headers{header(req, "x-modelproxy-timeout-ms"),
+                                                   header(req, "x-stainless-timeout"),
+                                                   header(req, "x-stainless-read-timeout")};
+    plan.deadline = plan.started + std::chrono::milliseconds(policy::turn_deadline(route.timeout_ms, deadline_headers).ms);
+
+    // The upstream head: the route's Host, the client's end-to-end headers
+    // less credentials the route replaces, the route's key and static headers.
+    std::vector<std::string> tokens;
+    for (const auto& field : req) {
+        if (field.name() == http::field::connection) {
+            auto more = connection_tokens(field.value());
+            tokens.insert(tokens.end(), more.begin(), more.end());
+        }
+    }
+    CredentialRule credentials;
+    if (route.api_key) credentials.injected_key_header = route.api_key_header;
+    credentials.client_token_header = token_header(auth);
+    std::string& h = plan.upstream_head;
+    h.reserve(1024);
+    h += method;
+    h += ' ';
+    h += plan.target;
+    h += " HTTP/1.1\r\nhost: ";
+    h += route.upstream.host.find(':') != std::string::npos ? "[" + route.upstream.host + "]" : route.upstream.host;
+    if (route.upstream.port != (route.upstream.https ? 443 : 80)) {
+        h += ':';
+        h += std::to_string(route.upstream.port);
+    }
+    h += "\r\n";
+    for (const auto& field : req) {
+        if (!forward_request_header(field.name_string(), tokens, credentials)) continue;
+        h += field.name_string();
+        h += ": ";
+        h += field.value();
+        h += "\r\n";
+    }
+    if (route.api_key) {
+        h += route.api_key_header;
+        h += ": ";
+        h += route.api_key_prefix;
+        h += *route.api_key;
+        h += "\r\n";
+    }
+    for (const auto& [name, value] : route.headers) {
+        h += name;
+        h += ": ";
+        h += value;
+        h += "\r\n";
+    }
+    h += "accept-encoding: identity\r\n";
+    if (!plan.body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+        h += "content-length: ";
+        h += std::to_string(plan.body.size());
+        h += "\r\n";
+    }
+    h += "\r\n";
+
+    co_return co_await run_turn(worker_, socket_, plan);
+}
+
+}  // namespace
+
+asio::awaitable<void> run_session(Worker& worker, tcp::socket socket) {
+    Session session(worker, std::move(socket));
+    co_await session.run();
+}
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,15 @@
+// One client connection: HTTP/1.1 keep-alive and pipelining (requests answered
+// in order), the limits of SPEC section 3 with their statuses (408, 413, 415,
+// 431, 503 over max_connections), local endpoints, and routing. Forwarded
+// requests become turns (turn.hpp). Runs on its worker's thread only.
+#pragma once
+
+#include "proxy/server.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+namespace modelproxy::proxy {
+
+boost::asio::awaitable<void> run_session(Worker& worker, tcp::socket socket);
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,570 @@
+#include "proxy/turn.hpp"
+
+#include "policy/classify.hpp"
+#include "policy/decision.hpp"
+#include "policy/retry_after.hpp"
+#include "proxy/digest.hpp"
+#include "proxy/local_answers.hpp"
+#include "proxy/response_head.hpp"
+#include "sse/inspect.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <random>
+
+namespace modelproxy::proxy {
+
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+using transport::Fault;
+using Clock = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::int64_t ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+// Completes when the client hangs up (EOF or reset). Pipelined bytes mean the
+// client is still there: then it waits until the turn cancels it.
+asio::awaitable<void> watch_client(tcp::socket& client) {
+    auto [ec] = co_await client.async_wait(tcp::socket::wait_read, use_tuple);
+    if (ec) co_return;
+    char byte;
+    ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) co_return;
+    asio::steady_timer forever(client.get_executor(), asio::steady_timer::time_point::max());
+    co_await forever.async_wait(use_tuple);
+}
+
+policy::Transport transport_of(Fault fault) {
+    switch (fault) {
+        case Fault::dns_failed: return policy::Transport::dns_failed;
+        case Fault::tls_verify_failed: return policy::Transport::tls_verify_failed;
+        case Fault::connect_refused: return policy::Transport::connect_refused;
+        case Fault::connect_timeout: return policy::Transport::connect_timeout;
+        case Fault::dropped_before_head:
+        case Fault::stale_connection:
+        case Fault::bad_response: return policy::Transport::dropped_before_head;
+        case Fault::dropped_in_body: return policy::Transport::dropped_in_body;
+        case Fault::deadline: return policy::Transport::deadline_fired;
+        case Fault::idle_timeout: return policy::Transport::stream_idle_fired;
+        default: return policy::Transport::connect_reset;
+    }
+}
+
+// The closing error event of SPEC section 7, in the endpoint's shape.
+std::string closing_error_event(policy::Endpoint endpoint, std::string_view message, std::string_view type,
+                                int code, std::string_view error_class, std::string_view decision,
+                                std::string_view bound, int attempts) {
+    boost::json::object error;
+    if (endpoint == policy::Endpoint::messages) {
+        error["type"] = "api_error";
+        error["message"] = message;
+        boost::json::object event;
+        event["type"] = "error";
+        event["error"] = std::move(error);
+        return "event: error\ndata: " + boost::json::serialize(event) + "\n\n";
+    }
+    error["type"] = type;
+    error["code"] = code;
+    error["message"] = message;
+    error["class"] = error_class;
+    error["decision"] = decision;
+    if (bound.empty()) {
+        error["bound"] = nullptr;
+    } else {
+        error["bound"] = bound;
+    }
+    error["attempts"] = attempts;
+    boost::json::object event;
+    event["error"] = std::move(error);
+    return "data: " + boost::json::serialize(event) + "\n\n";
+}
+
+class TurnRun {
+public:
+    TurnRun(Worker& worker, tcp::socket& client, ForwardPlan& plan)
+        : worker_(worker),
+          client_(client),
+          plan_(plan),
+          route_(plan.runtime->config.routes[plan.route_index]),
+          limits_(plan.runtime->config.limits) {}
+
+    asio::awaitable<bool> run();
+    int attempts() const { return attempts_; }
+
+private:
+    struct Attempt {
+        std::unique_ptr<transport::Connection> connection;
+        std::unique_ptr<transport::Exchange> exchange;
+        Fault fault = Fault::none;
+        std::string detail;
+    };
+
+    asio::awaitable<Attempt> open_and_send();
+    asio::awaitable<bool> relay_stream(Attempt& attempt);
+    asio::awaitable<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
+    asio::awaitable<bool> write_chunk(std::string_view data);
+    struct Failed;
+    Failed transport_failure(Fault fault);
+    asio::awaitable<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
+    asio::awaitable<bool> answer_success(Attempt& a, const std::string& body);
+    asio::awaitable<bool> digest_mismatch();
+    void give_back(Attempt& a);
+    static double draw();
+    void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                        std::string_view decision, std::int64_t delay_ms);
+    void record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                     std::string_view code, std::string_view bound);
+    bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
+    // True once the client watcher has won the race: the turn then stops at
+    // once, writes nothing more, and run_turn records it as cancelled.
+    static asio::awaitable<bool> cut() {
+        auto state = co_await asio::this_coro::cancellation_state;
+        co_return state.cancelled() != asio::cancellation_type::none;
+    }
+
+    Worker& worker_;
+    tcp::socket& client_;
+    ForwardPlan& plan_;
+    const config::Route& route_;
+    const config::Limits& limits_;
+    std::string digest_;
+    int attempts_ = 0;
+    bool published_ = false;
+    bool client_gone_ = false;
+    std::optional<Clock::time_point> first_byte_at_;
+};
+
+asio::awaitable<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c) {
+    std::array<asio::const_buffer, 3> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c)};
+    auto [ec, n] = co_await asio::async_write(client_, buffers, use_tuple);
+    if (ec) client_gone_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> TurnRun::write_chunk(std::string_view data) {
+    if (data.empty()) co_return true;
+    char size[24];
+    int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    co_return co_await write(std::string_view(size, len), data, "\r\n");
+}
+
+asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
+    Attempt a;
+    transport::Target target{&route_.upstream, plan_.runtime->tls[plan_.route_index].context.get(),
+                             std::chrono::milliseconds(route_.connect_timeout_ms)};
+    auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
+    a.connection = pool.take();
+    // A reused connection that fails before any response byte is re-sent at
+    // once on a new one; that does not count as an attempt (SPEC section 4).
+    for (int round = 0; round < 2; ++round) {
+        if (!a.connection) {
+            auto connected = co_await transport::connect(target, plan_.deadline);
+            if (connected.fault != Fault::none) {
+                a.fault = connected.fault;
+                a.detail = std::move(connected.detail);
+                co_return a;
+            }
+            a.connection = std::move(connected.connection);
+        }
+        a.exchange = std::make_unique<transport::Exchange>(*a.connection);
+        if (plan_.head_request) a.exchange->expect_no_body();
+        a.fault = co_await a.exchange->send(plan_.upstream_head, plan_.body, plan_.deadline);
+        if (a.fault == Fault::none) a.fault = co_await a.exchange->read_head(plan_.deadline);
+        if (a.fault != Fault::stale_connection) co_return a;
+        a.exchange.reset();
+        a.connection.reset();
+    }
+    a.fault = Fault::dropped_before_head;
+    co_return a;
+}
+
+void TurnRun::record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                             std::string_view decision, std::int64_t delay_ms) {
+    AttemptRecord r;
+    r.request_id = plan_.request_id;
+    r.route = route_.name;
+    r.model = plan_.client_model;
+    r.attempt = attempts_;
+    r.status = status;
+    if (c) {
+        r.error_class = policy::to_string(c->cls);
+        r.rule = c->rule;
+        if (c->timeout_source != policy::TimeoutSource::none) r.timeout_source = policy::to_string(c->timeout_source);
+    } else {
+        r.rule = "success";
+    }
+    r.code = code;
+    r.decision = decision;
+    r.delay_ms = delay_ms;
+    r.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan_.deadline));
+    r.digest = digest_;
+    worker_.shared().log.write(to_json_line(r));
+}
+
+void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                          std::string_view code, std::string_view bound) {
+    TurnRecord r;
+    r.request_id = plan_.request_id;
+    r.route = route_.name;
+    r.model = plan_.client_model;
+    r.attempts = attempts_;
+    r.outcome = outcome;
+    if (c) r.error_class = policy::to_string(c->cls);
+    r.code = code;
+    r.bound = bound;
+    r.status = status;
+    r.stream = plan_.wants_stream;
+    r.published = published_;
+    r.duration_ms = ms_between(plan_.started, Clock::now());
+    if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
+    worker_.shared().log.write(to_json_line(r));
+}
+
+asio::awaitable<bool> TurnRun::relay_stream(Attempt& a) {
+    transport::Exchange& ex = *a.exchange;
+    ResponseHead head(ex.head().result_int(), ex.head().reason());
+    head.copy_upstream(ex.head());
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.chunked();
+    if (!keep_alive()) head.add("connection", "close");
+    if (!co_await write(head.finish())) {
+        record_attempt(200, nullptr, "", "cancelled", 0);
+        record_turn("cancelled", std::nullopt, nullptr, "", "");
+        co_return false;
+    }
+    published_ = true;
+    const auto stream_started = Clock::now();
+    std::string piece;
+    for (;;) {
+        piece.clear();
+        bool done = false;
+        auto until = Clock::now() + std::chrono::milliseconds(route_.stream_idle_timeout_ms);
+        Fault on_timeout = Fault::idle_timeout;
+        if (route_.max_stream_ms > 0) {
+            auto cap = stream_started + std::chrono::milliseconds(route_.max_stream_ms);
+            if (cap < until) {
+                until = cap;
+                on_timeout = Fault::deadline;
+            }
+        }
+        Fault fault = co_await ex.read_some(piece, done, until, on_timeout);
+        if (co_await cut()) co_return false;
+        if (!piece.empty()) {
+            if (!first_byte_at_) first_byte_at_ = Clock::now();
+            if (!co_await write_chunk(piece)) break;
+        }
+        if (fault != Fault::none) {
+            // A break after publication: one closing error event and a clean
+            // end, never a [DONE] (SPEC section 7).
+            auto c = policy::classify(transport_of(fault), plan_.endpoint);
+            std::string event = closing_error_event(plan_.endpoint, "the upstream stream broke before its end",
+                                                    "stream_incomplete", 502, policy::to_string(c.cls),
+                                                    "terminal", "", attempts_);
+            record_attempt(200, &c, "stream_incomplete", "terminal", 0);
+            record_turn("terminal", 200, &c, "stream_incomplete", "");
+            if (!co_await write_chunk(event)) co_return false;
+            co_return co_await write("0\r\n\r\n") && keep_alive();
+        }
+        if (done) {
+            record_attempt(200, nullptr, "", "ok", 0);
+            record_turn("ok", 200, nullptr, "", "");
+            if (ex.reusable()) give_back(a);
+            co_return co_await write("0\r\n\r\n") && keep_alive();
+        }
+    }
+    // The client went away mid-stream: the upstream connection is dropped
+    // (closing it aborts the upstream request; it costs tokens).
+    record_attempt(200, nullptr, "", "cancelled", 0);
+    record_turn("cancelled", std::nullopt, nullptr, "", "");
+    co_return false;
+}
+
+// One attempt's failure, as the decision sees it, and what the client gets
+// when the turn ends on it.
+struct TurnRun::Failed {
+    policy::Classification classification;
+    int status = 0;                          // HTTP status, 0 for transport faults
+    std::string code;                        // envelope / record code ("" for upstream answers)
+    std::string message;                     // envelope message (transport faults only)
+    std::optional<std::int64_t> retry_after_ms;
+    Attempt attempt;                         // the upstream answer to pass on (status != 0)
+    std::string body;
+};
+
+asio::awaitable<bool> TurnRun::run() {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    digest_ = payload_digest(plan_.method, plan_.target, plan_.body);
+    std::int64_t waited_ms = 0;
+    asio::steady_timer wait_timer(client_.get_executor());
+
+    for (attempts_ = 1;; ++attempts_) {
+        if (attempts_ > 1) {
+            // Payload identity (SPEC section 6): a replay sends exactly what
+            // attempt 1 sent, or nothing.
+            if (payload_digest(plan_.method, plan_.target, plan_.body) != digest_) co_return co_await digest_mismatch();
+        }
+        Failed failed;
+        Attempt a = co_await open_and_send();
+        if (co_await cut()) co_return false;
+        if (a.fault != Fault::none) {
+            failed = transport_failure(a.fault);
+        } else {
+            transport::Exchange& ex = *a.exchange;
+            const int status = static_cast<int>(ex.head().result_int());
+            if (status >= 300 && status < 400) {
+                failed.classification = policy::classify_http(status, {}, plan_.endpoint);
+                failed.code = "upstream_redirect";
+                failed.message = "the upstream answered with a redirect, which is never followed";
+            } else if (status >= 200 && status < 300 && ex.event_stream()) {
+                co_return co_await relay_stream(a);
+            } else {
+                // A whole body: read it (nothing reaches the client until it is complete).
+                std::string body;
+                Fault fault = Fault::none;
+                for (bool done = false; !done;) {
+                    fault = co_await ex.read_some(body, done, plan_.deadline, Fault::deadline);
+                    if (co_await cut()) co_return false;
+                    if (fault == Fault::none &&
+                        static_cast<std::int64_t>(body.size()) > limits_.max_response_body_bytes)
+                        fault = Fault::body_too_large;
+                    if (fault != Fault::none) break;
+                }
+                if (fault != Fault::none) {
+                    failed = transport_failure(fault);
+                } else if (status >= 200 && status < 300) {
+                    co_return co_await answer_success(a, body);
+                } else {
+                    auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
+                    failed.classification = policy::classify_http(status, error, plan_.endpoint);
+                    failed.status = status;
+                    auto header = [&](std::string_view name) -> std::optional<std::string_view> {
+                        auto it = ex.head().find(name);
+                        if (it == ex.head().end()) return std::nullopt;
+                        return it->value();
+                    };
+                    const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count();
+                    failed.retry_after_ms =
+                        policy::retry_after_ms(header("retry-after-ms"), header("retry-after"), now_unix);
+                    failed.body = std::move(body);
+                    failed.attempt = std::move(a);
+                }
+            }
+        }
+
+        const auto failure =
+            policy::failure_of(failed.classification, failed.status, failed.retry_after_ms);
+        const std::int64_t left = ms_between(Clock::now(), plan_.deadline);
+        auto decision = policy::decide({attempts_, waited_ms}, failure, route_.retry, left, draw());
+        if (decision.verdict == policy::Verdict::retry) {
+            record_attempt(failed.status ? std::optional<int>(failed.status) : std::nullopt,
+                           &failed.classification, failed.code, "retry", decision.wait_ms);
+            // An upstream answer read whole leaves its connection reusable.
+            if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
+            waited_ms += decision.wait_ms;
+            worker_.shared().retry_wait_ms.fetch_add(decision.wait_ms);
+            wait_timer.expires_after(std::chrono::milliseconds(decision.wait_ms));
+            co_await wait_timer.async_wait(use_tuple);
+            if (co_await cut()) co_return false;
+            // Checked again before the send: the wait may have overrun.
+            auto again = policy::recheck_before_send(ms_between(Clock::now(), plan_.deadline), route_.retry);
+            if (again.verdict == policy::Verdict::retry) continue;
+            // The turn ends at the deadline after the wait, on the failure it
+            // waited for: no further attempt is sent.
+            co_return co_await end_turn(failed, again, true);
+        }
+        co_return co_await end_turn(failed, decision, false);
+    }
+}
+
+TurnRun::Failed TurnRun::transport_failure(Fault fault) {
+    Failed f;
+    if (fault == Fault::unsupported_encoding) {
+        f.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none, "unsupported-encoding"};
+        f.code = "unsupported_encoding";
+        f.message = "the upstream answered with a content coding other than identity, gzip or deflate";
+        return f;
+    }
+    if (fault == Fault::body_too_large) {
+        f.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none, "response-too-large"};
+        f.code = "response_too_large";
+        f.message = "the upstream answer is larger than max_response_body_bytes";
+        return f;
+    }
+    f.classification = policy::classify(transport_of(fault), plan_.endpoint);
+    switch (fault) {
+        case Fault::deadline:
+            f.code = "deadline";
+            f.message = "the upstream did not answer before the turn deadline";
+            break;
+        case Fault::tls_verify_failed:
+            f.code = "tls_verification_failed";
+            f.message = "the upstream's TLS certificate could not be verified";
+            break;
+        case Fault::dns_failed:
+            f.code = "dns_failed";
+            f.message = "the upstream host name does not resolve";
+            break;
+        case Fault::connect_refused:
+        case Fault::connect_reset:
+        case Fault::connect_timeout:
+            f.code = "connect_failed";
+            f.message = "the upstream could not be reached";
+            break;
+        default:
+            f.code = "connection_dropped";
+            f.message = "the upstream dropped the connection before its answer was complete";
+            break;
+    }
+    return f;
+}
+
+asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {
+    const std::string_view verdict = policy::to_string(decision.verdict);
+    const std::string_view bound = decision.bound == policy::Bound::none ? "" : policy::to_string(decision.bound);
+    if (!after_wait)
+        record_attempt(failed.status ? std::optional<int>(failed.status) : std::nullopt, &failed.classification,
+                       failed.code, verdict, 0);
+    // A deadline that ended the turn is a timeout to the client, whatever the
+    // last attempt's class (SPEC section 6: 504, decision and bound deadline).
+    policy::Classification shown = failed.classification;
+    if (decision.verdict == policy::Verdict::deadline && failed.status == 0) shown.cls = policy::ErrorClass::timeout;
+    const std::string_view cls = policy::to_string(shown.cls);
+
+    if (failed.status != 0) {
+        // The upstream answered: its status, body and end-to-end headers.
+        transport::Exchange& ex = *failed.attempt.exchange;
+        ResponseHead head(static_cast<unsigned>(failed.status), ex.head().reason());
+        head.copy_upstream(ex.head());
+        head.add_modelproxy(attempts_, plan_.request_id);
+        head.add_failure(cls, verdict, bound);
+        if (!plan_.head_request) head.content_length(failed.body.size());
+        if (!keep_alive()) head.add("connection", "close");
+        if (ex.reusable()) give_back(failed.attempt);
+        published_ = true;
+        record_turn(verdict, failed.status, &shown, failed.code, bound);
+        std::string text = head.finish();
+        const bool ok = co_await write(text, plan_.head_request ? std::string_view{} : std::string_view(failed.body));
+        co_return ok && keep_alive();
+    }
+    // No upstream answer to pass on: the section 9 envelope.
+    const unsigned status = shown.cls == policy::ErrorClass::timeout ? 504 : 502;
+    EnvelopeDetails details;
+    details.error_class = cls;
+    details.attempts = attempts_;
+    details.decision = verdict;
+    if (!bound.empty()) details.bound = bound;
+    std::string body = error_envelope(failed.message, modelproxy_error_type, failed.code, details);
+    ResponseHead head(status);
+    head.add("content-type", "application/json");
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.add_failure(cls, verdict, bound);
+    head.content_length(body.size());
+    if (!keep_alive()) head.add("connection", "close");
+    record_turn(verdict, static_cast<int>(status), &shown, failed.code, bound);
+    std::string text = head.finish();
+    const bool ok = co_await write(text, body);
+    co_return ok && keep_alive();
+}
+
+asio::awaitable<bool> TurnRun::digest_mismatch() {
+    policy::Classification c{policy::ErrorClass::client, false, policy::TimeoutSource::none, "digest-mismatch"};
+    record_attempt(std::nullopt, &c, "replay_digest_mismatch", "terminal", 0);
+    record_turn("terminal", 500, &c, "replay_digest_mismatch", "");
+    EnvelopeDetails details;
+    details.attempts = attempts_ - 1;
+    details.decision = "terminal";
+    std::string body = error_envelope("the replay's payload differs from the first attempt's; it was not sent",
+                                      modelproxy_error_type, "replay_digest_mismatch", details);
+    ResponseHead head(500);
+    head.add("content-type", "application/json");
+    head.add_modelproxy(attempts_ - 1, plan_.request_id);
+    head.add("x-should-retry", "false");
+    head.content_length(body.size());
+    if (!keep_alive()) head.add("connection", "close");
+    std::string text = head.finish();
+    const bool ok = co_await write(text, body);
+    co_return ok && keep_alive();
+}
+
+asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
+    transport::Exchange& ex = *a.exchange;
+    first_byte_at_ = Clock::now();
+    ResponseHead head(ex.head().result_int(), ex.head().reason());
+    head.copy_upstream(ex.head());
+    head.add_modelproxy(attempts_, plan_.request_id);
+    if (!plan_.head_request) head.content_length(body.size());
+    if (!keep_alive()) head.add("connection", "close");
+    const int status = static_cast<int>(ex.head().result_int());
+    if (ex.reusable()) give_back(a);  // destroys the exchange: `ex` is not used after this
+    published_ = true;
+    record_attempt(status, nullptr, "", "ok", 0);
+    record_turn("ok", status, nullptr, "", "");
+    std::string text = head.finish();
+    const bool ok = co_await write(text, plan_.head_request ? std::string_view{} : std::string_view(body));
+    co_return ok && keep_alive();
+}
+
+void TurnRun::give_back(Attempt& a) {
+    a.exchange.reset();
+    worker_.pool(plan_.runtime->pool_keys[plan_.route_index]).give_back(std::move(a.connection));
+}
+
+double TurnRun::draw() {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    return std::uniform_real_distribution<double>(0.0, 1.0)(random);
+}
+
+}  // namespace
+
+asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan& plan) {
+    worker.shared().inflight_turns.fetch_add(1);
+    struct Done {
+        Shared& shared;
+        ~Done() { shared.inflight_turns.fetch_sub(1); }
+    } done{worker.shared()};
+
+    TurnRun turn(worker, client, plan);
+    // The turn races the client: a client that hangs up ends the turn at once,
+    // aborting the upstream request (SPEC section 6).
+    auto result = co_await (turn.run() || watch_client(client));
+    if (result.index() == 0) co_return std::get<0>(result);
+    // The client hung up: the turn was cut. Recorded as cancelled, not as a
+    // provider failure.
+    AttemptRecord a;
+    a.request_id = plan.request_id;
+    a.route = plan.runtime->config.routes[plan.route_index].name;
+    a.model = plan.client_model;
+    a.attempt = std::max(1, turn.attempts());
+    a.error_class = "cancelled";
+    a.decision = "cancelled";
+    a.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan.deadline));
+    worker.shared().log.write(to_json_line(a));
+    TurnRecord r;
+    r.attempts = std::max(1, turn.attempts());
+    r.request_id = plan.request_id;
+    r.route = plan.runtime->config.routes[plan.route_index].name;
+    r.model = plan.client_model;
+    r.outcome = "cancelled";
+    r.error_class = "cancelled";
+    r.stream = plan.wants_stream;
+    r.duration_ms = ms_between(plan.started, Clock::now());
+    worker.shared().log.write(to_json_line(r));
+    co_return false;
+}
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,179 @@
+#include "sse/inspect.hpp"
+
+#include "sse/byte_buffer.hpp"
+#include "sse/line_walker.hpp"
+#include "sse/reader.hpp"
+
+#include <simdjson.h>
+
+namespace modelproxy::sse {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+using detail::ErrorFields;
+using detail::LineWalker;
+using policy::Endpoint;
+using simdjson::SUCCESS;
+
+static_assert(ByteBuffer::slack >= simdjson::SIMDJSON_PADDING, "copied lines need simdjson's padding");
+
+// The padded copy buffer gives back storage grown past this by a huge line.
+constexpr std::size_t pad_retain_bytes = 1024 * 1024;
+
+constexpr std::string_view done_marker = "[DONE]";
+
+void reset(DataInfo& info) {
+    // Member by member, so the error strings keep their capacity.
+    info.kind = DataKind::unparseable;
+    info.object = false;
+    info.answer_text = false;
+    info.end_marker = false;
+    info.finish_reason.reset();
+    info.type = {};
+    info.model_count = 0;
+    info.structured_error = false;
+    info.error.code_int.reset();
+    info.error.code.clear();
+    info.error.type.clear();
+    info.error.inner_code.clear();
+    info.usage = Usage{};
+}
+
+void fill(policy::ProviderError& error, const ErrorFields& from) {
+    error.code_int = from.code_int;
+    error.code.assign(from.code);
+    error.type.assign(from.type);
+    error.inner_code.assign(from.inner);
+}
+
+}  // namespace
+
+struct Inspector::Impl {
+    od::parser parser;
+    ByteBuffer pad;
+    DataInfo info;
+    ErrorFields top_error;  // of the last walk, for parse_error_body
+
+    // Walks `text` into info; false when it is not one whole JSON value.
+    bool walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
+              const char* readable_end);
+};
+
+bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
+                           const char* readable_end) {
+    reset(info);
+    top_error = ErrorFields{};
+    if (text.empty()) return false;
+
+    const char* json = text.data();
+    std::size_t capacity = 0;
+    if (readable_end && readable_end >= text.data() + text.size() &&
+        static_cast<std::size_t>(readable_end - text.data()) >= text.size() + simdjson::SIMDJSON_PADDING) {
+        capacity = static_cast<std::size_t>(readable_end - text.data());
+    } else {
+        pad.clear_and_trim(pad_retain_bytes);
+        pad.append(text);
+        json = pad.data();
+        capacity = static_cast<std::size_t>(pad.readable_end() - pad.data());
+    }
+
+    od::document doc;
+    LineWalker walker(info, endpoint);
+    if (parser.iterate(json, text.size(), capacity).get(doc) != SUCCESS || walker.document(doc) != SUCCESS) {
+        reset(info);
+        return false;
+    }
+    info.kind = DataKind::json;
+    top_error = walker.top_error;
+
+    // Section 7's structured error event, by the rules listed in inspect.hpp.
+    const ErrorFields* declared = nullptr;
+    if (info.object && walker.saw_error && !walker.other_member) {
+        declared = &walker.top_error;
+    } else if (endpoint == Endpoint::responses && info.type == "error") {
+        declared = walker.top_error.present ? &walker.top_error : &walker.top_code;
+    } else if (endpoint == Endpoint::responses && info.type == "response.failed") {
+        declared = &walker.response_error;
+    } else if (endpoint == Endpoint::messages && event_name == "error" && walker.saw_error) {
+        declared = &walker.top_error;
+    }
+    if (declared) {
+        info.structured_error = true;
+        fill(info.error, *declared);
+        info.answer_text = false;
+        return true;
+    }
+
+    switch (endpoint) {
+        case Endpoint::chat_completions:
+        case Endpoint::completions:
+            break;  // answer_text and finish_reason were set on the way
+        case Endpoint::responses:
+            info.answer_text = info.type.starts_with("response.") && info.type.ends_with(".delta") &&
+                               walker.delta_nonempty;
+            info.end_marker = info.type == "response.completed" || info.type == "response.incomplete";
+            break;
+        case Endpoint::messages:
+            info.answer_text = info.type == "content_block_delta";
+            info.end_marker = info.type == "message_stop";
+            break;
+        case Endpoint::embeddings:
+        case Endpoint::moderations:
+        case Endpoint::other:
+            info.answer_text = true;  // every data event (section 4's last row)
+            break;
+    }
+    return true;
+}
+
+Inspector::Inspector() : impl_(std::make_unique<Impl>()) {}
+Inspector::~Inspector() = default;
+
+const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,
+                                   std::string_view event_name, const char* readable_end) {
+    if (data == done_marker) {
+        reset(impl_->info);
+        impl_->info.kind = DataKind::done;
+        impl_->info.end_marker =
+            endpoint == Endpoint::chat_completions || endpoint == Endpoint::completions;
+        return impl_->info;
+    }
+    impl_->walk(data, endpoint, event_name, readable_end);
+    return impl_->info;
+}
+
+const DataInfo& Inspector::inspect(const Event& event, std::size_t index, Endpoint endpoint) {
+    return inspect(event.data[index], endpoint, event.name, event.readable_end);
+}
+
+BodyIdentity Inspector::body_identity(std::string_view body, Endpoint endpoint) {
+    BodyIdentity result;
+    if (!impl_->walk(body, endpoint, {}, nullptr) || !impl_->info.object) return result;
+    result.json_object = true;
+    for (std::string_view model : impl_->info.models()) result.models.emplace_back(model);
+    return result;
+}
+
+std::optional<policy::ProviderError> Inspector::parse_error_body(std::string_view body) {
+    // Endpoint::other: only the top-level `error` matters here.
+    if (!impl_->walk(body, Endpoint::other, {}, nullptr) || !impl_->info.object ||
+        !impl_->top_error.present) {
+        return std::nullopt;
+    }
+    policy::ProviderError error;
+    fill(error, impl_->top_error);
+    return error;
+}
+
+std::optional<policy::ProviderError> parse_error_body(std::string_view body) {
+    Inspector inspector;
+    return inspector.parse_error_body(body);
+}
+
+BodyIdentity body_identity(std::string_view body, Endpoint endpoint) {
+    Inspector inspector;
+    return inspector.body_identity(body, endpoint);
+}
+
+}  // namespace modelproxy::sse

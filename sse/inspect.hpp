@@ -1,0 +1,146 @@
+// What one SSE `data:` line says, for the relay's section 7 and 8 decisions:
+// [DONE], whether it is JSON at all, answer text (section 1), finish reason,
+// end marker, model identity, structured error event, usage. Also the two
+// non-stream body questions: the error a non-2xx body declares, and the
+// identity of a non-stream 200 body.
+//
+// simdjson On-Demand, one parser per Inspector, reused: no allocation per line
+// once the buffers have grown to the largest line seen. Every value of the
+// line is visited once, so the whole line is validated (On-Demand alone is
+// lazy and would not notice malformed JSON in a member nobody reads, nor
+// trailing bytes) and nothing is re-serialised. One thread per Inspector.
+// Never reads an error message.
+#pragma once
+
+#include "policy/endpoint.hpp"
+#include "policy/provider_error.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace modelproxy::sse {
+
+struct Event;
+
+enum class DataKind : std::uint8_t {
+    json,         // the whole line is one JSON value (any type)
+    done,         // exactly "[DONE]" (no space, nothing else)
+    unparseable,  // anything else, "[DONE] " and "" included: refuse, code unparseable_event
+};
+
+// Token counts of a `usage` object, for metrics. Where it is read: top-level
+// `usage` (chat, completions, Messages `message_delta`), `response.usage`
+// (Responses `response.completed`), `message.usage` (Messages
+// `message_start`). Anthropic's counts are cumulative per message.
+struct Usage {
+    std::optional<std::uint64_t> input_tokens;   // prompt_tokens or input_tokens
+    std::optional<std::uint64_t> output_tokens;  // completion_tokens or output_tokens
+    std::optional<std::uint64_t> total_tokens;   // total_tokens
+    bool present() const { return input_tokens || output_tokens || total_tokens; }
+};
+
+// The answer for one data line. Views point into the Inspector (or the line)
+// and stay valid until its next call.
+struct DataInfo {
+    DataKind kind = DataKind::unparseable;
+    bool object = false;  // a JSON object at top level
+
+    // Section 1's answer text for the endpoint. Chat: a choice's `delta` has
+    // a member other than `role` that is non-empty (a non-empty string, array
+    // or object, or any number or boolean). Completions: a choice's non-empty
+    // `text`. Responses: `type` is `response.` ... `.delta` and `delta` is
+    // non-empty. Messages: `type` is `content_block_delta`. Other endpoints
+    // (embeddings, moderations, any other path): every JSON data line. Never
+    // for [DONE], an unparseable line or a structured error event.
+    bool answer_text = false;
+
+    // Section 4's end marker, by endpoint: chat/completions [DONE];
+    // responses `response.completed` / `response.incomplete`; messages
+    // `message_stop`. Chat/completions' other end (a non-null finish_reason
+    // then a clean end) is the caller's: see finish_reason.
+    bool end_marker = false;
+
+    // Chat/completions: the first non-null `finish_reason` of any choice
+    // (its string value; empty for a non-string such as a number).
+    std::optional<std::string_view> finish_reason;
+
+    // Top-level `type` when it is a string (Responses, Messages), else empty.
+    std::string_view type;
+
+    // Identity fields naming a model (a non-empty string), in line order:
+    // top-level `model` on every endpoint; also `response.model` (responses)
+    // and `message.model` (messages). The relay checks them only where
+    // policy::has_stream_rules() holds.
+    std::span<const std::string_view> models() const { return {model_slots.data(), model_count}; }
+    std::array<std::string_view, 2> model_slots{};
+    std::uint8_t model_count = 0;
+
+    // Section 7's structured error event, and what it declared (integer
+    // error.code -> code_int, string error.code -> code, error.type -> type,
+    // error.innererror.code -> inner_code). Which lines count:
+    //  - any endpoint: an object whose only members are `error` and
+    //    optionally `"type":"error"`; fields from `error`;
+    //  - responses: `"type":"error"` whatever its other members; fields from
+    //    its `error` object when it has one, else its top-level `code` (the
+    //    Responses API's ResponseErrorEvent shape);
+    //  - responses: `"type":"response.failed"`; fields from `response.error`;
+    //  - messages: a line of an `event: error` event (section 4's table) that
+    //    is an object with an `error` member, whatever its other members
+    //    (e.g. `request_id`); fields from `error`.
+    bool structured_error = false;
+    policy::ProviderError error;
+
+    Usage usage;
+};
+
+// A non-stream 200 body (section 8): is it a JSON object, and what models do
+// its identity fields name (top-level `model`; also `response.model` on
+// responses and `message.model` on messages; non-empty strings only).
+struct BodyIdentity {
+    bool json_object = false;
+    std::vector<std::string> models;
+};
+
+class Inspector {
+public:
+    Inspector();
+    ~Inspector();
+    Inspector(const Inspector&) = delete;
+    Inspector& operator=(const Inspector&) = delete;
+
+    // One data line value (Event::data[i]). `event_name` is the event's
+    // `event:` (only `error` on messages changes anything). `readable_end`,
+    // when given, says memory up to there may be read: with enough room after
+    // the line (simdjson's padding) it is parsed in place, else copied into a
+    // reused padded buffer.
+    const DataInfo& inspect(std::string_view data, policy::Endpoint endpoint,
+                            std::string_view event_name = {},
+                            const char* readable_end = nullptr);
+    // The same for data line `index` of a reader's event.
+    const DataInfo& inspect(const Event& event, std::size_t index, policy::Endpoint endpoint);
+
+    BodyIdentity body_identity(std::string_view body, policy::Endpoint endpoint);
+    std::optional<policy::ProviderError> parse_error_body(std::string_view body);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// A non-2xx body's declared error: a JSON object with an `error` member
+// (OpenAI `{"error":{"code":..,"type":..}}`, Anthropic
+// `{"type":"error","error":{"type":..}}`, Azure `error.innererror.code`).
+// nullopt when the body is not one whole JSON object or has no `error`; an
+// `error` that is not an object gives an empty ProviderError. Uses a
+// temporary Inspector: for the hot path keep one and call its member.
+std::optional<policy::ProviderError> parse_error_body(std::string_view body);
+
+BodyIdentity body_identity(std::string_view body, policy::Endpoint endpoint);
+
+}  // namespace modelproxy::sse

@@ -1,0 +1,98 @@
+// The schema table and config/reference.md, which is generated from it.
+#include "config/config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mc = modelproxy::config;
+
+namespace {
+
+std::string read_reference() {
+    const auto path = std::filesystem::path(__FILE__).parent_path() / "../../../config/reference.md";
+    std::ifstream file(path);
+    INFO("reading " << path.string());
+    REQUIRE(file.good());
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+const mc::KeyInfo* key(std::string_view path) {
+    for (const mc::KeyInfo& info : mc::schema_keys()) {
+        if (info.path == path) {
+            return &info;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("config/reference.md names every schema key") {
+    const std::string reference = read_reference();
+    for (const mc::KeyInfo& info : mc::schema_keys()) {
+        CAPTURE(info.path);
+        CHECK(reference.find("`" + info.path + "`") != std::string::npos);
+    }
+}
+
+TEST_CASE("config/reference.md holds the table generated from the schema, unchanged") {
+    // Regenerate with schema_reference_table() when this fails.
+    CHECK(read_reference().find(mc::schema_reference_table()) != std::string::npos);
+}
+
+TEST_CASE("schema paths are unique and cover SPEC section 3") {
+    std::set<std::string> paths;
+    for (const mc::KeyInfo& info : mc::schema_keys()) {
+        CHECK(paths.insert(info.path).second);
+        CHECK_FALSE(info.default_value.empty());
+        CHECK_FALSE(info.range.empty());
+        CHECK_FALSE(info.description.empty());
+        CHECK(info.description.find('|') == std::string::npos);  // would break the table
+        CHECK(info.range.find('|') == std::string::npos);
+    }
+    for (const char* path :
+         {"listen", "workers", "limits.max_request_body_bytes", "limits.drain_ms", "clients.tokens_env",
+          "clients.allow_unauthenticated", "retry.max_attempts", "retry.jitter", "retry.min_attempt_ms",
+          "boundary.secret_patterns", "boundary.default_patterns", "routes", "routes[].name", "routes[].upstream",
+          "routes[].api_key_env", "routes[].api_key_header", "routes[].api_key_prefix", "routes[].api_key_required",
+          "routes[].headers", "routes[].query", "routes[].tls.ca_file", "routes[].tls.cert_file",
+          "routes[].tls.key_file", "routes[].dialect", "routes[].connect_timeout_ms", "routes[].timeout_ms",
+          "routes[].stream_idle_timeout_ms", "routes[].stream_head_hold_ms", "routes[].max_stream_ms",
+          "routes[].models", "routes[].models[].name", "routes[].models[].upstream_model",
+          "routes[].models[].accept", "routes[].retry"}) {
+        CAPTURE(path);
+        CHECK(key(path) != nullptr);
+    }
+    CHECK(mc::schema_keys().size() == 44);
+}
+
+TEST_CASE("schema rows show the defaults and ranges the loader applies") {
+    auto [path, default_value, range] = GENERATE(table<std::string, std::string, std::string>({
+        {"listen", "127.0.0.1:8080", "HOST:PORT, IPv6 as [::1]:8080; port 0..65535 (0: any free port)"},
+        {"workers", "0 (one per core)", "0..256"},
+        {"limits.max_request_body_bytes", "33554432 (32 MiB)", "1024..4294967296 (1 KiB..4 GiB)"},
+        {"limits.max_header_bytes", "16384 (16 KiB)", "1024..1048576 (1 KiB..1 MiB)"},
+        {"limits.idle_timeout_ms", "75000 (75 s)", "10..86400000 (10 ms..24 h)"},
+        {"limits.max_connections", "10000", "1..1000000"},
+        {"retry.max_attempts", "8", "1..16"},
+        {"retry.base_delay_ms", "500", "1..3600000 (1 ms..1 h)"},
+        {"retry.throttled_max_attempts", "24", "1..64"},
+        {"retry.throttled_max_total_delay_ms", "380000 (380 s)", "1..86400000 (1 ms..24 h)"},
+        {"retry.jitter", "none", "none or full"},
+        {"routes[].timeout_ms", "300000 (5 min)", "10..86400000 (10 ms..24 h)"},
+        {"routes[].max_stream_ms", "0 (off)", "0 (off) or 10..86400000 (10 ms..24 h)"},
+        {"routes[].api_key_header", "authorization", "HTTP header name (stored lower-case)"},
+        {"boundary.default_patterns", "true", "true or false"},
+    }));
+    CAPTURE(path);
+    const mc::KeyInfo* info = key(path);
+    REQUIRE(info != nullptr);
+    CHECK(info->default_value == default_value);
+    CHECK(info->range == range);
+}

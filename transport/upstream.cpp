@@ -1,0 +1,319 @@
+#include "transport/upstream.hpp"
+
+#include "transport/inflater.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include <atomic>
+#include <charconv>
+
+namespace modelproxy::transport {
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+std::atomic<std::uint64_t> next_connection_id{1};
+
+bool is_drop(const boost::system::error_code& ec) {
+    return ec == asio::error::eof || ec == asio::error::connection_reset ||
+           ec == asio::error::broken_pipe || ec == asio::error::connection_aborted ||
+           ec == http::error::end_of_stream || ec == http::error::partial_message ||
+           ec == asio::ssl::error::stream_truncated || ec == asio::error::not_connected;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+}  // namespace
+
+std::string_view to_string(Fault fault) {
+    switch (fault) {
+        case Fault::none: return "none";
+        case Fault::dns_failed: return "dns_failed";
+        case Fault::tls_verify_failed: return "tls_verify_failed";
+        case Fault::connect_refused: return "connect_refused";
+        case Fault::connect_reset: return "connect_reset";
+        case Fault::connect_timeout: return "connect_timeout";
+        case Fault::dropped_before_head: return "dropped_before_head";
+        case Fault::dropped_in_body: return "dropped_in_body";
+        case Fault::deadline: return "deadline";
+        case Fault::idle_timeout: return "idle_timeout";
+        case Fault::body_too_large: return "body_too_large";
+        case Fault::bad_response: return "bad_response";
+        case Fault::unsupported_encoding: return "unsupported_encoding";
+        case Fault::stale_connection: return "stale_connection";
+    }
+    return "unknown";
+}
+
+std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls) {
+    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+    boost::system::error_code ec;
+    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                         asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                         asio::ssl::context::no_tlsv1_1,
+                     ec);
+    // Every upstream certificate is verified; there is no switch to turn it off.
+    ctx->set_verify_mode(asio::ssl::verify_peer, ec);
+    if (tls.ca_file.empty()) {
+        ctx->set_default_verify_paths(ec);
+        if (ec) return "cannot load the system trust store: " + ec.message();
+    } else {
+        ctx->load_verify_file(tls.ca_file, ec);
+        if (ec) return "cannot load tls.ca_file " + tls.ca_file + ": " + ec.message();
+    }
+    if (!tls.cert_file.empty()) {
+        ctx->use_certificate_chain_file(tls.cert_file, ec);
+        if (ec) return "cannot load tls.cert_file " + tls.cert_file + ": " + ec.message();
+        ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec);
+        if (ec) return "cannot load tls.key_file " + tls.key_file + ": " + ec.message();
+    }
+    return TlsContext{std::move(ctx)};
+}
+
+Connection::Connection(Plain plain)
+    : stream_(std::move(plain)), id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+Connection::Connection(Secure secure)
+    : stream_(std::move(secure)), id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+beast::tcp_stream& Connection::tcp() {
+    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); }, stream_);
+}
+
+asio::awaitable<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
+    auto executor = co_await asio::this_coro::executor;
+    const config::Upstream& up = *target.upstream;
+    const auto connect_limit = Clock::now() + target.connect_timeout;
+    const auto limit = std::min(connect_limit, deadline);
+    const Fault timeout_fault = deadline < connect_limit ? Fault::deadline : Fault::connect_timeout;
+
+    ConnectResult result;
+    tcp::resolver resolver(executor);
+    char port[8];
+    auto [p, _] = std::to_chars(port, port + sizeof port, up.port);
+    auto [rec, endpoints] =
+        co_await resolver.async_resolve(up.host, std::string_view(port, p - port), use_tuple);
+    if (rec) {
+        result.fault = Fault::dns_failed;
+        result.detail = "cannot resolve " + up.host + ": " + rec.message();
+        co_return result;
+    }
+
+    beast::tcp_stream stream(executor);
+    stream.expires_at(limit);
+    auto [cec, ep] = co_await stream.async_connect(endpoints, use_tuple);
+    if (cec) {
+        result.fault = cec == beast::error::timeout              ? timeout_fault
+                       : cec == asio::error::connection_refused ? Fault::connect_refused
+                                                                 : Fault::connect_reset;
+        result.detail = "cannot connect to " + up.host + ":" + std::to_string(up.port) + ": " + cec.message();
+        co_return result;
+    }
+    stream.socket().set_option(tcp::no_delay(true));
+
+    if (!target.tls) {
+        stream.expires_never();
+        result.connection = std::make_unique<Connection>(std::move(stream));
+        co_return result;
+    }
+
+    Connection::Secure secure(std::move(stream), *target.tls);
+    SSL* ssl = secure.native_handle();
+    boost::system::error_code aec;
+    asio::ip::make_address(up.host, aec);
+    if (aec) {
+        // A name: send it as SNI and require it in the certificate.
+        SSL_set_tlsext_host_name(ssl, up.host.c_str());
+        X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), up.host.c_str(), 0);
+    } else {
+        // An IP literal: no SNI (RFC 6066 forbids it); require an IP SAN.
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), up.host.c_str());
+    }
+    beast::get_lowest_layer(secure).expires_at(limit);
+    auto [hec] = co_await secure.async_handshake(asio::ssl::stream_base::client, use_tuple);
+    if (hec) {
+        long verify = SSL_get_verify_result(ssl);
+        if (hec == beast::error::timeout) {
+            result.fault = timeout_fault;
+        } else if (verify != X509_V_OK) {
+            result.fault = Fault::tls_verify_failed;
+            result.detail = "TLS verification of " + up.host + " failed: " +
+                            X509_verify_cert_error_string(verify);
+            co_return result;
+        } else {
+            result.fault = Fault::connect_reset;
+        }
+        result.detail = "TLS handshake with " + up.host + " failed: " + hec.message();
+        co_return result;
+    }
+    beast::get_lowest_layer(secure).expires_never();
+    result.connection = std::make_unique<Connection>(std::move(secure));
+    co_return result;
+}
+
+std::unique_ptr<Connection> Pool::take() {
+    const auto now = Clock::now();
+    while (!idle_.empty()) {
+        auto connection = std::move(idle_.back());
+        idle_.pop_back();
+        if (now - connection->idle_since() < max_idle_age) {
+            connection->mark_reused();
+            return connection;
+        }
+    }
+    return nullptr;
+}
+
+void Pool::give_back(std::unique_ptr<Connection> connection) {
+    if (idle_.size() >= max_idle) idle_.pop_front();
+    connection->set_idle_since(Clock::now());
+    idle_.push_back(std::move(connection));
+}
+
+struct Exchange::Impl {
+    explicit Impl(Connection& c) : connection(c) {}
+    Connection& connection;
+    std::optional<http::response_parser<http::buffer_body>> parser;
+    std::optional<Inflater> inflater;
+    bool failed = false;
+    bool no_body = false;
+    char buffer[16384];
+};
+
+Exchange::Exchange(Connection& connection) : impl_(std::make_unique<Impl>(connection)) {}
+Exchange::~Exchange() = default;
+
+void Exchange::expect_no_body() { impl_->no_body = true; }
+
+asio::awaitable<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::time_point deadline) {
+    Impl& m = *impl_;
+    m.connection.tcp().expires_at(deadline);
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
+    auto [ec, n] = co_await m.connection.visit(
+        [&](auto& stream) { return asio::async_write(stream, buffers, use_tuple); });
+    if (!ec) co_return Fault::none;
+    m.failed = true;
+    if (ec == beast::error::timeout) co_return Fault::deadline;
+    // A request that could not be written on a reused connection never reached
+    // a live server: re-send it on a new one (SPEC section 4).
+    if (m.connection.reused()) co_return Fault::stale_connection;
+    co_return Fault::dropped_before_head;
+}
+
+asio::awaitable<Fault> Exchange::read_head(Clock::time_point deadline) {
+    Impl& m = *impl_;
+    for (;;) {
+        m.parser.emplace();
+        m.parser->header_limit(64 * 1024);
+        m.parser->body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
+        if (m.no_body) m.parser->skip(true);
+        m.connection.tcp().expires_at(deadline);
+        auto [ec, n] = co_await m.connection.visit([&](auto& stream) {
+            return http::async_read_header(stream, m.connection.buffer(), *m.parser, use_tuple);
+        });
+        if (ec) {
+            m.failed = true;
+            if (ec == beast::error::timeout) co_return Fault::deadline;
+            if (is_drop(ec)) {
+                if (m.connection.reused() && !m.parser->got_some() && m.connection.buffer().size() == 0)
+                    co_return Fault::stale_connection;
+                co_return Fault::dropped_before_head;
+            }
+            co_return Fault::bad_response;
+        }
+        const unsigned status = m.parser->get().result_int();
+        if (status >= 100 && status < 200) {
+            if (status == 101) {
+                m.failed = true;
+                co_return Fault::bad_response;
+            }
+            continue;  // 1xx answers are consumed (SPEC section 4)
+        }
+        break;
+    }
+    auto coding = trim(m.parser->get()[http::field::content_encoding]);
+    if (coding.empty() || iequals(coding, "identity")) {
+    } else if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
+        m.inflater.emplace(Inflater::Coding::gzip);
+    } else if (iequals(coding, "deflate")) {
+        m.inflater.emplace(Inflater::Coding::deflate);
+    } else {
+        m.failed = true;
+        co_return Fault::unsupported_encoding;
+    }
+    co_return Fault::none;
+}
+
+const http::response_header<>& Exchange::head() const { return impl_->parser->get().base(); }
+
+bool Exchange::event_stream() const {
+    auto type = impl_->parser->get()[http::field::content_type];
+    auto semi = type.find(';');
+    return iequals(trim(type.substr(0, semi)), "text/event-stream");
+}
+
+asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
+                                           Fault on_timeout) {
+    Impl& m = *impl_;
+    done = false;
+    if (m.parser->is_done()) {
+        done = true;
+        co_return Fault::none;
+    }
+    auto& body = m.parser->get().body();
+    body.data = m.buffer;
+    body.size = sizeof m.buffer;
+    m.connection.tcp().expires_at(until);
+    auto [ec, n] = co_await m.connection.visit([&](auto& stream) {
+        return http::async_read_some(stream, m.connection.buffer(), *m.parser, use_tuple);
+    });
+    if (ec == http::error::need_buffer) ec = {};
+    const std::size_t got = sizeof m.buffer - body.size;
+    if (ec) {
+        m.failed = true;
+        if (ec == beast::error::timeout) co_return on_timeout;
+        if (is_drop(ec)) co_return Fault::dropped_in_body;
+        co_return Fault::bad_response;
+    }
+    if (m.inflater) {
+        if (!m.inflater->feed(std::string_view(m.buffer, got), out)) {
+            m.failed = true;
+            co_return Fault::bad_response;
+        }
+    } else {
+        out.append(m.buffer, got);
+    }
+    done = m.parser->is_done();
+    co_return Fault::none;
+}
+
+bool Exchange::reusable() const {
+    const Impl& m = *impl_;
+    return !m.failed && m.parser && m.parser->is_done() && m.parser->keep_alive();
+}
+
+}  // namespace modelproxy::transport

@@ -1,0 +1,164 @@
+// Upstream connections: plain TCP or verified TLS, a per-worker keep-alive
+// pool, and one HTTP/1.1 exchange (send a request, read the head, pull the
+// body piece by piece) with every timeout named.
+//
+// Threading: everything here belongs to one worker's io_context and is used
+// from that thread only; nothing is locked. The ssl::context is shared across
+// workers (OpenSSL's SSL_CTX is safe for that once set up).
+//
+// Never throws on the data path: failures come back as a Fault value.
+#pragma once
+
+#include "config/config.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace modelproxy::transport {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+// What went wrong with an upstream exchange, as observed by the transport.
+// policy/ turns these into error classes (SPEC section 5).
+enum class Fault {
+    none,
+    dns_failed,            // host name does not resolve (terminal)
+    tls_verify_failed,     // certificate or host-name verification failed (terminal)
+    connect_refused,
+    connect_reset,         // reset or other failure while connecting / handshaking
+    connect_timeout,       // connect_timeout_ms fired
+    dropped_before_head,   // connection lost before the response head was complete
+    dropped_in_body,       // connection lost while the body transferred
+    deadline,              // the turn deadline fired
+    idle_timeout,          // stream_idle_timeout_ms fired
+    body_too_large,        // more than max_response_body_bytes
+    bad_response,          // the upstream's bytes are not valid HTTP
+    unsupported_encoding,  // a content coding other than identity/gzip/deflate
+    stale_connection,      // a reused connection failed before any response byte
+};
+std::string_view to_string(Fault fault);
+
+// Built once per route and config generation; shared by all workers.
+struct TlsContext {
+    std::shared_ptr<asio::ssl::context> context;
+};
+
+// Loads trust roots (system store or ca_file) and the optional client
+// certificate. Returns an error message instead of throwing.
+std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls);
+
+// One upstream connection. Not copyable; owned by a unique_ptr.
+class Connection {
+public:
+    using Plain = beast::tcp_stream;
+    using Secure = beast::ssl_stream<beast::tcp_stream>;
+
+    Connection(Plain plain);
+    Connection(Secure secure);
+
+    beast::tcp_stream& tcp();
+    template <class F>
+    decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream_); }
+
+    beast::flat_buffer& buffer() { return buffer_; }
+    bool reused() const { return reused_; }
+    void mark_reused() { reused_ = true; }
+    Clock::time_point idle_since() const { return idle_since_; }
+    void set_idle_since(Clock::time_point t) { idle_since_ = t; }
+    std::uint64_t id() const { return id_; }
+
+private:
+    std::variant<Plain, Secure> stream_;
+    beast::flat_buffer buffer_;
+    bool reused_ = false;
+    Clock::time_point idle_since_{};
+    std::uint64_t id_;
+};
+
+// Where an attempt goes: a parsed route upstream plus its TLS context.
+struct Target {
+    const config::Upstream* upstream = nullptr;
+    asio::ssl::context* tls = nullptr;  // null for http://
+    std::chrono::milliseconds connect_timeout{5000};
+};
+
+struct ConnectResult {
+    std::unique_ptr<Connection> connection;
+    Fault fault = Fault::none;
+    std::string detail;  // for the human log line only; never holds a secret
+};
+
+// Resolves, connects and (for https) handshakes with SNI and host-name
+// verification. Bounded by the connect timeout and by `deadline`, whichever
+// comes first (the fault says which fired).
+asio::awaitable<ConnectResult> connect(const Target& target, Clock::time_point deadline);
+
+// Idle keep-alive connections to one upstream, per worker. Single-threaded.
+class Pool {
+public:
+    // A connection idle longer than this is closed instead of reused.
+    static constexpr auto max_idle_age = std::chrono::seconds(50);
+    static constexpr std::size_t max_idle = 128;
+
+    std::unique_ptr<Connection> take();
+    void give_back(std::unique_ptr<Connection> connection);
+    std::size_t idle() const { return idle_.size(); }
+
+private:
+    std::deque<std::unique_ptr<Connection>> idle_;
+};
+
+// One request/response over a connection. The body is pulled in pieces so a
+// stream can be relayed as it arrives; gzip/deflate answers are decoded.
+class Exchange {
+public:
+    explicit Exchange(Connection& connection);
+    ~Exchange();
+
+    // The request was HEAD: the answer has no body whatever its headers say.
+    void expect_no_body();
+
+    // Writes `head` (the serialized request head) then `body`.
+    asio::awaitable<Fault> send(std::string_view head, std::string_view body, Clock::time_point deadline);
+
+    // Reads the response head, consuming 1xx answers. Fails with
+    // stale_connection when the connection was reused and died before any
+    // response byte (the caller re-sends once on a new connection).
+    asio::awaitable<Fault> read_head(Clock::time_point deadline);
+
+    const http::response_header<>& head() const;
+    bool event_stream() const;  // content type text/event-stream
+
+    // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
+    // end of the body. The read is bounded by `until`; when it fires the fault
+    // is `on_timeout` (deadline or idle_timeout).
+    asio::awaitable<Fault> read_some(std::string& out, bool& done, Clock::time_point until, Fault on_timeout);
+
+    // True when the message was read completely and the upstream allows reuse.
+    bool reusable() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace modelproxy::transport
