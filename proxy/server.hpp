@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "proxy/records.hpp"
+#include "sse/inspect.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -54,6 +55,9 @@ public:
     Shared& shared() { return shared_; }
     transport::Pool& pool(const std::string& key) { return pools_[key]; }
     int index() const { return index_; }
+    // One SSE inspector per worker: it keeps simdjson's buffers warm, and a
+    // worker runs one event at a time.
+    sse::Inspector& inspector() { return inspector_; }
 
     // Opens this worker's acceptor on `endpoint` with SO_REUSEPORT.
     void listen(const tcp::endpoint& endpoint);
@@ -71,6 +75,7 @@ private:
     asio::io_context io_{1};
     tcp::acceptor acceptor_{io_};
     std::unordered_map<std::string, transport::Pool> pools_;
+    sse::Inspector inspector_;
     std::thread thread_;
 };
 

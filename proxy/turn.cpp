@@ -7,6 +7,7 @@
 #include "proxy/local_answers.hpp"
 #include "proxy/response_head.hpp"
 #include "sse/inspect.hpp"
+#include "sse/reader.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -113,10 +114,12 @@ private:
     };
 
     asio::awaitable<Attempt> open_and_send();
-    asio::awaitable<bool> relay_stream(Attempt& attempt);
+    struct StreamEnd;
+    struct Failed;
+    asio::awaitable<StreamEnd> stream_attempt(Attempt& attempt, Failed& failed);
+    asio::awaitable<bool> publish_stream_head(transport::Exchange& ex);
     asio::awaitable<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
     asio::awaitable<bool> write_chunk(std::string_view data);
-    struct Failed;
     Failed transport_failure(Fault fault);
     asio::awaitable<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     asio::awaitable<bool> answer_success(Attempt& a, const std::string& body);
@@ -233,65 +236,6 @@ void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, c
     worker_.shared().log.write(to_json_line(r));
 }
 
-asio::awaitable<bool> TurnRun::relay_stream(Attempt& a) {
-    transport::Exchange& ex = *a.exchange;
-    ResponseHead head(ex.head().result_int(), ex.head().reason());
-    head.copy_upstream(ex.head());
-    head.add_modelproxy(attempts_, plan_.request_id);
-    head.chunked();
-    if (!keep_alive()) head.add("connection", "close");
-    if (!co_await write(head.finish())) {
-        record_attempt(200, nullptr, "", "cancelled", 0);
-        record_turn("cancelled", std::nullopt, nullptr, "", "");
-        co_return false;
-    }
-    published_ = true;
-    const auto stream_started = Clock::now();
-    std::string piece;
-    for (;;) {
-        piece.clear();
-        bool done = false;
-        auto until = Clock::now() + std::chrono::milliseconds(route_.stream_idle_timeout_ms);
-        Fault on_timeout = Fault::idle_timeout;
-        if (route_.max_stream_ms > 0) {
-            auto cap = stream_started + std::chrono::milliseconds(route_.max_stream_ms);
-            if (cap < until) {
-                until = cap;
-                on_timeout = Fault::deadline;
-            }
-        }
-        Fault fault = co_await ex.read_some(piece, done, until, on_timeout);
-        if (co_await cut()) co_return false;
-        if (!piece.empty()) {
-            if (!first_byte_at_) first_byte_at_ = Clock::now();
-            if (!co_await write_chunk(piece)) break;
-        }
-        if (fault != Fault::none) {
-            // A break after publication: one closing error event and a clean
-            // end, never a [DONE] (SPEC section 7).
-            auto c = policy::classify(transport_of(fault), plan_.endpoint);
-            std::string event = closing_error_event(plan_.endpoint, "the upstream stream broke before its end",
-                                                    "stream_incomplete", 502, policy::to_string(c.cls),
-                                                    "terminal", "", attempts_);
-            record_attempt(200, &c, "stream_incomplete", "terminal", 0);
-            record_turn("terminal", 200, &c, "stream_incomplete", "");
-            if (!co_await write_chunk(event)) co_return false;
-            co_return co_await write("0\r\n\r\n") && keep_alive();
-        }
-        if (done) {
-            record_attempt(200, nullptr, "", "ok", 0);
-            record_turn("ok", 200, nullptr, "", "");
-            if (ex.reusable()) give_back(a);
-            co_return co_await write("0\r\n\r\n") && keep_alive();
-        }
-    }
-    // The client went away mid-stream: the upstream connection is dropped
-    // (closing it aborts the upstream request; it costs tokens).
-    record_attempt(200, nullptr, "", "cancelled", 0);
-    record_turn("cancelled", std::nullopt, nullptr, "", "");
-    co_return false;
-}
-
 // One attempt's failure, as the decision sees it, and what the client gets
 // when the turn ends on it.
 struct TurnRun::Failed {
@@ -300,9 +244,215 @@ struct TurnRun::Failed {
     std::string code;                        // envelope / record code ("" for upstream answers)
     std::string message;                     // envelope message (transport faults only)
     std::optional<std::int64_t> retry_after_ms;
-    Attempt attempt;                         // the upstream answer to pass on (status != 0)
+    Attempt attempt;                         // the upstream answer to pass on (status != 0 or a held stream)
     std::string body;
+    std::optional<std::string> held_stream;  // a 200 stream's held events ending in an error event
+    bool refusal = false;                    // a section 8 refusal: 502 with its code, never retried
 };
+
+// What one streamed attempt came to: the turn is over (answered), or it
+// failed before any answer text was published and the decision loop decides.
+struct TurnRun::StreamEnd {
+    bool finished = false;
+    bool keep_alive = false;
+};
+
+asio::awaitable<bool> TurnRun::publish_stream_head(transport::Exchange& ex) {
+    ResponseHead head(ex.head().result_int(), ex.head().reason());
+    head.copy_upstream(ex.head());
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.chunked();
+    if (!keep_alive()) head.add("connection", "close");
+    std::string text = head.finish();
+    published_ = true;
+    co_return co_await write(text);
+}
+
+// SPEC section 7. The head and the events before the first answer text are
+// held; a retryable failure before then is replayed invisibly (the held bytes
+// are dropped). After the first answer text every event is forwarded as it
+// completes, and a break ends the client stream with one closing error event,
+// never a [DONE]. Nothing after [DONE] is forwarded.
+asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
+    transport::Exchange& ex = *a.exchange;
+    const bool rules = route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
+    sse::Reader reader;
+    sse::Inspector& inspector = worker_.inspector();
+    std::string held;        // raw bytes of the events held so far
+    std::string piece;
+    bool answering = false;  // answer text published: the head and held events are out
+    bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
+    std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
+    const auto stream_started = Clock::now();
+
+    // Ends the client stream after publication: the closing error event
+    // (or nothing more when the upstream's own error event was forwarded).
+    auto close_published = [&](const policy::Classification& c, std::string_view code,
+                               bool forwarded_error) -> asio::awaitable<StreamEnd> {
+        if (!forwarded_error) {
+            std::string event = closing_error_event(plan_.endpoint, "the upstream stream broke before its end",
+                                                    code, 502, policy::to_string(c.cls), "terminal", "", attempts_);
+            if (!co_await write_chunk(event)) co_return StreamEnd{true, false};
+        }
+        record_attempt(200, &c, code, "terminal", 0);
+        record_turn("terminal", 200, &c, code, "");
+        const bool ok = co_await write("0\r\n\r\n");
+        co_return StreamEnd{true, ok && keep_alive()};
+    };
+
+    for (;;) {
+        piece.clear();
+        bool done = false;
+        // Before publication the turn deadline bounds the wait too; after it,
+        // only stream_idle_timeout_ms and max_stream_ms end a stream.
+        auto until = Clock::now() + std::chrono::milliseconds(route_.stream_idle_timeout_ms);
+        Fault on_timeout = Fault::idle_timeout;
+        if (!answering && plan_.deadline < until) {
+            until = plan_.deadline;
+            on_timeout = Fault::deadline;
+        }
+        bool capped = false;
+        if (answering && route_.max_stream_ms > 0) {
+            auto cap = stream_started + std::chrono::milliseconds(route_.max_stream_ms);
+            if (cap < until) {
+                until = cap;
+                capped = true;
+            }
+        }
+        Fault fault = co_await ex.read_some(piece, done, until, on_timeout);
+        if (co_await cut()) co_return StreamEnd{true, false};
+        if (!piece.empty()) reader.feed(piece);
+        if (done || fault != Fault::none) reader.finish();
+
+        while (const sse::Event* event = reader.next()) {
+            if (saw_done) continue;  // read (for identity later), never forwarded
+            if (!event->terminated && event->data.empty()) continue;
+            bool answer = false, event_error = false, done_here = false;
+            policy::ProviderError declared;
+            for (std::size_t i = 0; i < event->data.size(); ++i) {
+                const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                if (info.kind == sse::DataKind::done) {
+                    done_here = true;
+                    continue;
+                }
+                if (info.kind == sse::DataKind::unparseable && rules) {
+                    // SPEC section 7: every data line must parse on its own.
+                    policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
+                                             "unparseable-event"};
+                    if (answering) co_return co_await close_published(c, "unparseable_event", false);
+                    failed.classification = c;
+                    failed.code = "unparseable_event";
+                    failed.message = "the upstream stream carried a data line that is not JSON";
+                    failed.refusal = true;
+                    co_return StreamEnd{};
+                }
+                saw_event = true;
+                if (info.structured_error) {
+                    event_error = true;
+                    declared = info.error;
+                }
+                if (info.answer_text) answer = true;
+                if (info.end_marker) saw_end = true;
+                if (info.finish_reason) saw_finish = true;
+            }
+            if (!event->data.empty()) saw_event = true;
+
+            if (answering) {
+                if (event_error) {
+                    // Forwarded as it is; it ends the client stream.
+                    if (!co_await write_chunk(event->raw)) co_return StreamEnd{true, false};
+                    auto c = policy::classify_error_event(declared, plan_.endpoint);
+                    co_return co_await close_published(c, "upstream_error_event", true);
+                }
+                if (!co_await write_chunk(event->raw)) co_return StreamEnd{true, false};
+                if (done_here) saw_done = true;
+                continue;
+            }
+            if (event_error && !error_event) error_event = declared;
+            held.append(event->raw);
+            if (static_cast<std::int64_t>(held.size()) > limits_.max_response_body_bytes) {
+                failed.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none,
+                                         "response-too-large"};
+                failed.code = "response_too_large";
+                failed.message = "the upstream stream held more than max_response_body_bytes before answer text";
+                failed.refusal = true;
+                co_return StreamEnd{};
+            }
+            if (done_here) saw_done = true;
+            if (answer && !error_event) {
+                // The first answer text: publish the head and everything held.
+                if (!first_byte_at_) first_byte_at_ = Clock::now();
+                if (!co_await publish_stream_head(ex)) co_return StreamEnd{true, false};
+                if (!co_await write_chunk(held)) co_return StreamEnd{true, false};
+                held.clear();
+                answering = true;
+            }
+        }
+
+        if (fault != Fault::none) {
+            if (answering) {
+                auto c = capped ? policy::Classification{policy::ErrorClass::stream_incomplete, false,
+                                                         policy::TimeoutSource::none, "max-stream-ms"}
+                                : policy::classify(transport_of(fault), plan_.endpoint);
+                co_return co_await close_published(c, "stream_incomplete", false);
+            }
+            if (error_event) break;  // the error event decides, below
+            failed = transport_failure(fault);
+            co_return StreamEnd{};
+        }
+        if (!done) continue;
+
+        // The upstream stream ended cleanly.
+        const bool complete = !rules || saw_done || saw_end ||
+                              (saw_finish && (plan_.endpoint == policy::Endpoint::chat_completions ||
+                                              plan_.endpoint == policy::Endpoint::completions));
+        if (answering) {
+            if (complete) {
+                record_attempt(200, nullptr, "", "ok", 0);
+                record_turn("ok", 200, nullptr, "", "");
+                if (ex.reusable()) give_back(a);
+                const bool ok = co_await write("0\r\n\r\n");
+                co_return StreamEnd{true, ok && keep_alive()};
+            }
+            auto c = policy::classify_stream_incomplete(plan_.endpoint);
+            co_return co_await close_published(c, "stream_incomplete", false);
+        }
+        if (!saw_event && !error_event) {
+            // SPEC section 8: a 200 stream with no event at all is refused.
+            failed.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "empty-stream"};
+            failed.code = "empty_stream";
+            failed.message = "the upstream answered 200 with a stream that carried no event";
+            failed.refusal = true;
+            co_return StreamEnd{};
+        }
+        if (!error_event && complete) {
+            // A complete stream with no answer text (e.g. an empty reply): a success.
+            if (!first_byte_at_) first_byte_at_ = Clock::now();
+            if (!co_await publish_stream_head(ex)) co_return StreamEnd{true, false};
+            if (!co_await write_chunk(held)) co_return StreamEnd{true, false};
+            record_attempt(200, nullptr, "", "ok", 0);
+            record_turn("ok", 200, nullptr, "", "");
+            if (ex.reusable()) give_back(a);
+            const bool ok = co_await write("0\r\n\r\n");
+            co_return StreamEnd{true, ok && keep_alive()};
+        }
+        if (!error_event) {
+            failed.classification = policy::classify_stream_incomplete(plan_.endpoint);
+            failed.code = "stream_incomplete";
+            failed.message = "the upstream stream ended before its end marker";
+            co_return StreamEnd{};
+        }
+        break;
+    }
+    // A structured error event before any answer text: classified by section
+    // 7; a retryable one is replayed, a terminal one (or the last) is passed on
+    // as the 200 stream holding it.
+    failed.classification = policy::classify_error_event(*error_event, plan_.endpoint);
+    failed.code = "upstream_error_event";
+    failed.held_stream = std::move(held);
+    failed.attempt = std::move(a);
+    co_return StreamEnd{};
+}
 
 asio::awaitable<bool> TurnRun::run() {
     co_await asio::this_coro::throw_if_cancelled(false);
@@ -329,7 +479,8 @@ asio::awaitable<bool> TurnRun::run() {
                 failed.code = "upstream_redirect";
                 failed.message = "the upstream answered with a redirect, which is never followed";
             } else if (status >= 200 && status < 300 && ex.event_stream()) {
-                co_return co_await relay_stream(a);
+                StreamEnd end = co_await stream_attempt(a, failed);
+                if (end.finished) co_return end.keep_alive;
             } else {
                 // A whole body: read it (nothing reaches the client until it is complete).
                 std::string body;
@@ -344,6 +495,14 @@ asio::awaitable<bool> TurnRun::run() {
                 }
                 if (fault != Fault::none) {
                     failed = transport_failure(fault);
+                } else if (status >= 200 && status < 300 && plan_.wants_stream &&
+                           route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint)) {
+                    // SPEC section 8: a 200 that is not a stream when the client asked for one.
+                    failed.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none,
+                                             "not-a-stream"};
+                    failed.code = "not_a_stream";
+                    failed.message = "the client asked for a stream and the upstream answered 200 without one";
+                    failed.refusal = true;
                 } else if (status >= 200 && status < 300) {
                     co_return co_await answer_success(a, body);
                 } else {
@@ -366,6 +525,7 @@ asio::awaitable<bool> TurnRun::run() {
             }
         }
 
+        if (failed.refusal) co_return co_await end_turn(failed, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
         const auto failure =
             policy::failure_of(failed.classification, failed.status, failed.retry_after_ms);
         const std::int64_t left = ms_between(Clock::now(), plan_.deadline);
@@ -435,6 +595,8 @@ TurnRun::Failed TurnRun::transport_failure(Fault fault) {
 
 asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {
     const std::string_view verdict = policy::to_string(decision.verdict);
+    // A section 8 refusal is recorded as outcome refused (decision terminal).
+    const std::string_view outcome = failed.refusal ? std::string_view("refused") : verdict;
     const std::string_view bound = decision.bound == policy::Bound::none ? "" : policy::to_string(decision.bound);
     if (!after_wait)
         record_attempt(failed.status ? std::optional<int>(failed.status) : std::nullopt, &failed.classification,
@@ -445,6 +607,24 @@ asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& 
     if (decision.verdict == policy::Verdict::deadline && failed.status == 0) shown.cls = policy::ErrorClass::timeout;
     const std::string_view cls = policy::to_string(shown.cls);
 
+    if (failed.held_stream) {
+        // A 200 stream whose events before answer text end in an error event:
+        // passed on as the 200 stream holding that event (SPEC section 7).
+        transport::Exchange& ex = *failed.attempt.exchange;
+        ResponseHead head(ex.head().result_int(), ex.head().reason());
+        head.copy_upstream(ex.head());
+        head.add_modelproxy(attempts_, plan_.request_id);
+        head.add_failure(cls, verdict, bound);
+        head.chunked();
+        if (!keep_alive()) head.add("connection", "close");
+        published_ = true;
+        record_turn(outcome, 200, &shown, failed.code, bound);
+        std::string text = head.finish();
+        bool ok = co_await write(text);
+        if (ok) ok = co_await write_chunk(*failed.held_stream);
+        if (ok) ok = co_await write("0\r\n\r\n");
+        co_return ok && keep_alive();
+    }
     if (failed.status != 0) {
         // The upstream answered: its status, body and end-to-end headers.
         transport::Exchange& ex = *failed.attempt.exchange;
@@ -456,12 +636,13 @@ asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& 
         if (!keep_alive()) head.add("connection", "close");
         if (ex.reusable()) give_back(failed.attempt);
         published_ = true;
-        record_turn(verdict, failed.status, &shown, failed.code, bound);
+        record_turn(outcome, failed.status, &shown, failed.code, bound);
         std::string text = head.finish();
         const bool ok = co_await write(text, plan_.head_request ? std::string_view{} : std::string_view(failed.body));
         co_return ok && keep_alive();
     }
-    // No upstream answer to pass on: the section 9 envelope.
+    // No upstream answer to pass on: the section 9 envelope (a section 8
+    // refusal is a 502 with its code, outcome refused).
     const unsigned status = shown.cls == policy::ErrorClass::timeout ? 504 : 502;
     EnvelopeDetails details;
     details.error_class = cls;
@@ -475,7 +656,7 @@ asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& 
     head.add_failure(cls, verdict, bound);
     head.content_length(body.size());
     if (!keep_alive()) head.add("connection", "close");
-    record_turn(verdict, static_cast<int>(status), &shown, failed.code, bound);
+    record_turn(outcome, static_cast<int>(status), &shown, failed.code, bound);
     std::string text = head.finish();
     const bool ok = co_await write(text, body);
     co_return ok && keep_alive();
