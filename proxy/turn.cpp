@@ -103,6 +103,7 @@ public:
           limits_(plan.runtime->config.limits) {}
 
     asio::awaitable<bool> run();
+    asio::awaitable<void> hold_ticker();
     int attempts() const { return attempts_; }
 
 private:
@@ -147,14 +148,65 @@ private:
     int attempts_ = 0;
     bool published_ = false;
     bool client_gone_ = false;
+    bool writing_ = false;      // a client write is in flight
+    bool head_out_ = false;     // the client has the response head (hold limit or publication)
+    bool answering_ = false;    // answer text is out: held events released, no replay possible
+    bool ending_ = false;       // the turn is writing its final answer
+    asio::steady_timer write_gate_{client_.get_executor()};
     std::optional<Clock::time_point> first_byte_at_;
 };
 
+// The turn and the hold ticker both write to the client: one write at a
+// time, whole, so their bytes never interleave.
 asio::awaitable<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c) {
+    while (writing_) {
+        write_gate_.expires_at(asio::steady_timer::time_point::max());
+        co_await write_gate_.async_wait(use_tuple);
+        if (co_await cut()) co_return false;
+    }
+    if (client_gone_) co_return false;
+    writing_ = true;
     std::array<asio::const_buffer, 3> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c)};
     auto [ec, n] = co_await asio::async_write(client_, buffers, use_tuple);
+    writing_ = false;
+    write_gate_.cancel();
     if (ec) client_gone_ = true;
     co_return !ec;
+}
+
+// SPEC section 7's head hold limit: a stream turn that has published nothing
+// after stream_head_hold_ms (waits and throttles included) publishes its head
+// and then a `: keep-alive` comment every 10 s, so load balancers and client
+// header timeouts do not cut it. Events stay held: a replay is still
+// invisible until answer text. Never completes by itself (it is one side of
+// run_turn's race); it goes quiet once answer text is out or the turn ends.
+asio::awaitable<void> TurnRun::hold_ticker() {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    asio::steady_timer timer(client_.get_executor());
+    if (plan_.wants_stream) {
+        timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (!ec && !head_out_ && !ending_) {
+            head_out_ = true;
+            ResponseHead head(200);
+            head.add("content-type", "text/event-stream");
+            head.add("cache-control", "no-cache");
+            head.add_modelproxy(attempts_, plan_.request_id);
+            head.chunked();
+            if (!keep_alive()) head.add("connection", "close");
+            std::string text = head.finish();
+            published_ = true;
+            bool ok = co_await write(text);
+            while (ok && !answering_ && !ending_) {
+                ok = co_await write_chunk(": keep-alive\n\n");
+                timer.expires_after(std::chrono::seconds(10));
+                auto [tec] = co_await timer.async_wait(use_tuple);
+                if (tec) break;
+            }
+        }
+    }
+    timer.expires_at(asio::steady_timer::time_point::max());
+    co_await timer.async_wait(use_tuple);
 }
 
 asio::awaitable<bool> TurnRun::write_chunk(std::string_view data) {
@@ -248,6 +300,14 @@ struct TurnRun::Failed {
     std::string body;
     std::optional<std::string> held_stream;  // a 200 stream's held events ending in an error event
     bool refusal = false;                    // a section 8 refusal: 502 with its code, never retried
+    int stream_status = 0;                   // 200 when the failure was inside a 200 stream
+
+    // The status an attempt record shows: the HTTP answer, if there was one.
+    std::optional<int> record_status() const {
+        if (status) return status;
+        if (stream_status) return stream_status;
+        return std::nullopt;
+    }
 };
 
 // What one streamed attempt came to: the turn is over (answered), or it
@@ -258,6 +318,8 @@ struct TurnRun::StreamEnd {
 };
 
 asio::awaitable<bool> TurnRun::publish_stream_head(transport::Exchange& ex) {
+    if (head_out_) co_return true;  // the hold limit already sent one
+    head_out_ = true;
     ResponseHead head(ex.head().result_int(), ex.head().reason());
     head.copy_upstream(ex.head());
     head.add_modelproxy(attempts_, plan_.request_id);
@@ -280,7 +342,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     sse::Inspector& inspector = worker_.inspector();
     std::string held;        // raw bytes of the events held so far
     std::string piece;
-    bool answering = false;  // answer text published: the head and held events are out
+    bool& answering = answering_;
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
     std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
     const auto stream_started = Clock::now();
@@ -481,6 +543,7 @@ asio::awaitable<bool> TurnRun::run() {
             } else if (status >= 200 && status < 300 && ex.event_stream()) {
                 StreamEnd end = co_await stream_attempt(a, failed);
                 if (end.finished) co_return end.keep_alive;
+                failed.stream_status = 200;
             } else {
                 // A whole body: read it (nothing reaches the client until it is complete).
                 std::string body;
@@ -531,8 +594,7 @@ asio::awaitable<bool> TurnRun::run() {
         const std::int64_t left = ms_between(Clock::now(), plan_.deadline);
         auto decision = policy::decide({attempts_, waited_ms}, failure, route_.retry, left, draw());
         if (decision.verdict == policy::Verdict::retry) {
-            record_attempt(failed.status ? std::optional<int>(failed.status) : std::nullopt,
-                           &failed.classification, failed.code, "retry", decision.wait_ms);
+            record_attempt(failed.record_status(), &failed.classification, failed.code, "retry", decision.wait_ms);
             // An upstream answer read whole leaves its connection reusable.
             if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
             waited_ms += decision.wait_ms;
@@ -599,14 +661,39 @@ asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& 
     const std::string_view outcome = failed.refusal ? std::string_view("refused") : verdict;
     const std::string_view bound = decision.bound == policy::Bound::none ? "" : policy::to_string(decision.bound);
     if (!after_wait)
-        record_attempt(failed.status ? std::optional<int>(failed.status) : std::nullopt, &failed.classification,
-                       failed.code, verdict, 0);
+        record_attempt(failed.record_status(), &failed.classification, failed.code, verdict, 0);
     // A deadline that ended the turn is a timeout to the client, whatever the
     // last attempt's class (SPEC section 6: 504, decision and bound deadline).
     policy::Classification shown = failed.classification;
     if (decision.verdict == policy::Verdict::deadline && failed.status == 0) shown.cls = policy::ErrorClass::timeout;
     const std::string_view cls = policy::to_string(shown.cls);
 
+    ending_ = true;
+    if (head_out_) {
+        // The hold limit already sent a 200 stream head: the turn ends inside
+        // that stream (SPEC section 7's closing error event), never with a
+        // second head. A held error event is passed on as it is.
+        record_turn(outcome, 200, &shown, failed.code, bound);
+        bool ok = true;
+        if (failed.held_stream) {
+            ok = co_await write_chunk(*failed.held_stream);
+        } else {
+            std::string type = failed.refusal || shown.cls == policy::ErrorClass::stream_incomplete
+                                   ? failed.code
+                                   : std::string(cls);
+            if (shown.cls == policy::ErrorClass::stream_incomplete) type = "stream_incomplete";
+            const int code = failed.refusal || shown.cls == policy::ErrorClass::stream_incomplete ? 502
+                             : failed.status                                                    ? failed.status
+                             : shown.cls == policy::ErrorClass::timeout                         ? 504
+                                                                                                : 502;
+            std::string event = closing_error_event(plan_.endpoint, failed.message.empty() ? "the upstream failed" : failed.message,
+                                                    type, code, cls, failed.refusal ? "terminal" : verdict, bound,
+                                                    attempts_);
+            ok = co_await write_chunk(event);
+        }
+        if (ok) ok = co_await write("0\r\n\r\n");
+        co_return ok && keep_alive();
+    }
     if (failed.held_stream) {
         // A 200 stream whose events before answer text end in an error event:
         // passed on as the 200 stream holding that event (SPEC section 7).
@@ -684,6 +771,16 @@ asio::awaitable<bool> TurnRun::digest_mismatch() {
 
 asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
     transport::Exchange& ex = *a.exchange;
+    if (head_out_) {
+        // The hold limit sent a stream head; a whole-body answer cannot follow it.
+        Failed refused;
+        refused.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "not-a-stream"};
+        refused.code = "not_a_stream";
+        refused.message = "the upstream answered 200 without a stream";
+        refused.refusal = true;
+        co_return co_await end_turn(refused, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
+    }
+    ending_ = true;
     first_byte_at_ = Clock::now();
     ResponseHead head(ex.head().result_int(), ex.head().reason());
     head.copy_upstream(ex.head());
@@ -722,8 +819,9 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     TurnRun turn(worker, client, plan);
     // The turn races the client: a client that hangs up ends the turn at once,
     // aborting the upstream request (SPEC section 6).
-    auto result = co_await (turn.run() || watch_client(client));
+    auto result = co_await (turn.run() || watch_client(client) || turn.hold_ticker());
     if (result.index() == 0) co_return std::get<0>(result);
+    if (result.index() == 2) co_return false;  // never: the ticker does not end by itself
     // The client hung up: the turn was cut. Recorded as cancelled, not as a
     // provider failure.
     AttemptRecord a;

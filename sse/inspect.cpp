@@ -101,6 +101,10 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
     if (declared) {
         info.structured_error = true;
         fill(info.error, *declared);
+        // The Responses API names an error's kind in `code` ("server_error")
+        // and has no `type`: that code is read as section 7's error.type.
+        if (endpoint == Endpoint::responses && info.error.type.empty() && !info.error.code.empty())
+            info.error.type = info.error.code;
         info.answer_text = false;
         return true;
     }

@@ -501,3 +501,13 @@ TEST_CASE("inspect: a chat stream read and inspected event by event") {
                        "done end",
                    });
 }
+
+TEST_CASE("a Responses API response.failed names its kind in code, read as error.type", "[inspect]") {
+    modelproxy::sse::Inspector inspector;
+    const auto& info = inspector.inspect(
+        R"({"type":"response.failed","response":{"id":"r","error":{"code":"server_error","message":"x"}}})",
+        modelproxy::policy::Endpoint::responses);
+    CHECK(info.structured_error);
+    CHECK(info.error.code == "server_error");
+    CHECK(info.error.type == "server_error");
+}
