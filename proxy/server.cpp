@@ -136,6 +136,10 @@ void Worker::stop_accepting() {
 
 void Worker::stop() { io_.stop(); }
 
+void Worker::end_turns() {
+    asio::post(io_, [this] { drain_limit_.cancel(); });
+}
+
 void Worker::join() {
     if (thread_.joinable()) thread_.join();
 }
@@ -216,11 +220,18 @@ int serve(const ServeOptions& options) {
         poll.expires_after(std::chrono::milliseconds(10));
         poll.async_wait([&](const boost::system::error_code& e) {
             if (e) return;
-            if (shared.inflight_turns.load() == 0 || std::chrono::steady_clock::now() >= *drain_until) {
-                if (shared.inflight_turns.load() != 0)
-                    say("drain limit reached with " + std::to_string(shared.inflight_turns.load()) +
-                        " turns in flight; closing them");
+            if (shared.inflight_turns.load() == 0) {
                 control.stop();
+                return;
+            }
+            if (std::chrono::steady_clock::now() >= *drain_until) {
+                // SPEC section 11: streams still open end with the closing
+                // error event; the workers get a moment to write it.
+                say("drain limit reached with " + std::to_string(shared.inflight_turns.load()) +
+                    " turns in flight; ending them");
+                for (auto& worker : workers) worker->end_turns();
+                poll.expires_after(std::chrono::milliseconds(500));
+                poll.async_wait([&](const boost::system::error_code&) { control.stop(); });
                 return;
             }
             poll_drain();

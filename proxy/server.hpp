@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <memory>
@@ -65,6 +66,11 @@ public:
     void start();          // spawns the accept loop and the thread
     void stop_accepting(); // thread-safe: posts to the worker
     void stop();           // thread-safe
+    // The drain limit: every turn still running on this worker is ended
+    // (streams with the closing error event). Thread-safe.
+    void end_turns();
+    // Completes (operation_aborted) when end_turns() is called.
+    asio::steady_timer& drain_limit() { return drain_limit_; }
     void join();
 
 private:
@@ -76,6 +82,7 @@ private:
     tcp::acceptor acceptor_{io_};
     std::unordered_map<std::string, transport::Pool> pools_;
     sse::Inspector inspector_;
+    asio::steady_timer drain_limit_{io_, asio::steady_timer::time_point::max()};
     std::thread thread_;
 };
 

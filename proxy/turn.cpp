@@ -44,6 +44,8 @@ asio::awaitable<void> watch_client(tcp::socket& client) {
     char byte;
     ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) co_return;
+    auto state = co_await asio::this_coro::cancellation_state;
+    if (state.cancelled() != asio::cancellation_type::none) co_return;  // see hold_ticker
     asio::steady_timer forever(client.get_executor(), asio::steady_timer::time_point::max());
     co_await forever.async_wait(use_tuple);
 }
@@ -104,7 +106,9 @@ public:
 
     asio::awaitable<bool> run();
     asio::awaitable<void> hold_ticker();
+    asio::awaitable<void> end_at_drain_limit();
     int attempts() const { return attempts_; }
+    bool published() const { return published_; }
 
 private:
     struct Attempt {
@@ -199,12 +203,16 @@ asio::awaitable<void> TurnRun::hold_ticker() {
             bool ok = co_await write(text);
             while (ok && !answering_ && !ending_) {
                 ok = co_await write_chunk(": keep-alive\n\n");
+                if (co_await cut()) co_return;
                 timer.expires_after(std::chrono::seconds(10));
                 auto [tec] = co_await timer.async_wait(use_tuple);
                 if (tec) break;
             }
         }
     }
+    // A wait started after the race's cancellation is never cancelled: check
+    // first, or the turn would never end.
+    if (co_await cut()) co_return;
     timer.expires_at(asio::steady_timer::time_point::max());
     co_await timer.async_wait(use_tuple);
 }
@@ -316,6 +324,36 @@ struct TurnRun::StreamEnd {
     bool finished = false;
     bool keep_alive = false;
 };
+
+// The drain limit ended the turn (SPEC section 11). A stream whose head is
+// out ends with the closing error event; a turn that published nothing gets
+// a 503 envelope. Either way the connection closes.
+asio::awaitable<void> TurnRun::end_at_drain_limit() {
+    policy::Classification c{policy::ErrorClass::cancelled, false, policy::TimeoutSource::none, "drain-limit"};
+    record_attempt(std::nullopt, &c, "drain_limit", "cancelled", 0);
+    record_turn("cancelled", head_out_ ? 200 : 503, &c, "drain_limit", "");
+    if (client_gone_ || writing_) co_return;
+    if (head_out_) {
+        std::string event = closing_error_event(plan_.endpoint, "the proxy is shutting down and its drain limit passed",
+                                                "stream_incomplete", 502, "cancelled", "terminal", "", attempts_);
+        if (co_await write_chunk(event)) co_await write("0\r\n\r\n");
+        co_return;
+    }
+    EnvelopeDetails details;
+    details.error_class = "cancelled";
+    details.attempts = attempts_;
+    details.decision = "terminal";
+    std::string body = error_envelope("the proxy is shutting down and its drain limit passed", modelproxy_error_type,
+                                      "drain_limit", details);
+    ResponseHead head(503);
+    head.add("content-type", "application/json");
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.add("x-should-retry", "false");
+    head.add("connection", "close");
+    head.content_length(body.size());
+    std::string text = head.finish();
+    co_await write(text, body);
+}
 
 asio::awaitable<bool> TurnRun::publish_stream_head(transport::Exchange& ex) {
     if (head_out_) co_return true;  // the hold limit already sent one
@@ -819,9 +857,14 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     TurnRun turn(worker, client, plan);
     // The turn races the client: a client that hangs up ends the turn at once,
     // aborting the upstream request (SPEC section 6).
-    auto result = co_await (turn.run() || watch_client(client) || turn.hold_ticker());
+    auto result = co_await (turn.run() || watch_client(client) || turn.hold_ticker() ||
+                            worker.drain_limit().async_wait(use_tuple));
     if (result.index() == 0) co_return std::get<0>(result);
     if (result.index() == 2) co_return false;  // never: the ticker does not end by itself
+    if (result.index() == 3) {
+        co_await turn.end_at_drain_limit();
+        co_return false;
+    }
     // The client hung up: the turn was cut. Recorded as cancelled, not as a
     // provider failure.
     AttemptRecord a;
