@@ -29,4 +29,9 @@ std::string payload_digest(std::string_view method, std::string_view target, std
     return out;
 }
 
+bool replay_matches(std::string_view first_digest, std::string_view method, std::string_view target,
+                    std::string_view body) {
+    return payload_digest(method, target, body) == first_digest;
+}
+
 }  // namespace modelproxy::proxy

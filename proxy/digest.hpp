@@ -10,4 +10,10 @@ namespace modelproxy::proxy {
 
 std::string payload_digest(std::string_view method, std::string_view target, std::string_view body);
 
+// The replay guard: true when what a replay is about to send has the first
+// attempt's digest. The turn refuses to send otherwise (500
+// replay_digest_mismatch).
+bool replay_matches(std::string_view first_digest, std::string_view method, std::string_view target,
+                    std::string_view body);
+
 }  // namespace modelproxy::proxy

@@ -564,7 +564,7 @@ asio::awaitable<bool> TurnRun::run() {
         if (attempts_ > 1) {
             // Payload identity (SPEC section 6): a replay sends exactly what
             // attempt 1 sent, or nothing.
-            if (payload_digest(plan_.method, plan_.target, plan_.body) != digest_) co_return co_await digest_mismatch();
+            if (!replay_matches(digest_, plan_.method, plan_.target, plan_.body)) co_return co_await digest_mismatch();
         }
         Failed failed;
         Attempt a = co_await open_and_send();
