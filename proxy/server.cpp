@@ -189,6 +189,11 @@ int serve(const ServeOptions& options) {
     }
     tcp::endpoint endpoint(address, cfg.listen_port);
 
+    // Signals are handled from before the first connection is accepted: a
+    // SIGTERM right after the "listening" line must drain, not kill.
+    asio::io_context control;
+    asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
+
     std::vector<std::unique_ptr<Worker>> workers;
     try {
         for (int i = 0; i < count; ++i) {
@@ -210,8 +215,6 @@ int serve(const ServeOptions& options) {
     }
 
     // The main thread owns signals and the drain; workers own connections.
-    asio::io_context control;
-    asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
     asio::steady_timer poll(control);
     std::optional<std::chrono::steady_clock::time_point> drain_until;
 

@@ -319,8 +319,17 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
         h += std::to_string(route.upstream.port);
     }
     h += "\r\n";
+    // A route's static header replaces a client header of the same name: a
+    // provider reading a repeated single-value header (anthropic-version)
+    // either way must not get two.
+    auto overridden = [&](std::string_view name) {
+        for (const auto& [static_name, value] : route.headers)
+            if (iequals(static_name, name)) return true;
+        return false;
+    };
     for (const auto& field : req) {
         if (!forward_request_header(field.name_string(), tokens, credentials)) continue;
+        if (overridden(field.name_string())) continue;
         h += field.name_string();
         h += ": ";
         h += field.value();

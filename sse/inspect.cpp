@@ -79,7 +79,7 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
     }
 
     od::document doc;
-    LineWalker walker(info, endpoint);
+    LineWalker walker(info, endpoint, json + text.size());
     if (parser.iterate(json, text.size(), capacity).get(doc) != SUCCESS || walker.document(doc) != SUCCESS) {
         reset(info);
         return false;

@@ -79,23 +79,34 @@ error_code LineWalker::document(od::document& doc) {
             }
             break;
         }
-        // Root scalars: simdjson's root getters refuse trailing content.
-        case od::json_type::string: {
-            std::string_view s;
-            return doc.get_string().get(s);
-        }
-        case od::json_type::number: {
-            double d;
-            return doc.get_double().get(d);
-        }
-        case od::json_type::boolean: {
-            bool b;
-            return doc.get_bool().get(b);
-        }
-        case od::json_type::null: {
-            bool is_null = false;
-            MP_TRY(doc.is_null().get(is_null));
-            return is_null ? SUCCESS : simdjson::N_ATOM_ERROR;
+        // Root scalars: simdjson 3.0.1's root getters are not strict (a root
+        // string takes trailing content, `nullx` and `falsey` pass, `false  `
+        // fails), so the token is checked here: the document's only token
+        // (it runs to the end of the text), exactly one JSON scalar.
+        default: {
+            std::string_view token;
+            MP_TRY(doc.raw_json_token().get(token));
+            if (token.data() + token.size() != text_end_) return simdjson::TRAILING_CONTENT;
+            std::size_t n = token.size();
+            while (n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t' || token[n - 1] == '\n' || token[n - 1] == '\r')) --n;
+            token = token.substr(0, n);
+            switch (type) {
+                case od::json_type::string: {
+                    std::size_t i = 1;
+                    while (i < token.size() && token[i] != '"') i += token[i] == '\\' ? 2 : 1;
+                    if (i + 1 != token.size()) return simdjson::TRAILING_CONTENT;
+                    std::string_view s;
+                    return doc.get_string().get(s);
+                }
+                case od::json_type::number:
+                    return valid_number(token) ? SUCCESS : simdjson::NUMBER_ERROR;
+                case od::json_type::boolean:
+                    return token == "true" || token == "false" ? SUCCESS : simdjson::T_ATOM_ERROR;
+                case od::json_type::null:
+                    return token == "null" ? SUCCESS : simdjson::N_ATOM_ERROR;
+                default:
+                    return simdjson::INCORRECT_TYPE;
+            }
         }
     }
     // After a whole object or array the iterator must be at the end: anything

@@ -29,7 +29,8 @@ struct ErrorFields {
 
 class LineWalker {
 public:
-    LineWalker(DataInfo& out, policy::Endpoint endpoint) : out_(out), endpoint_(endpoint) {}
+    LineWalker(DataInfo& out, policy::Endpoint endpoint, const char* text_end = nullptr)
+        : out_(out), endpoint_(endpoint), text_end_(text_end) {}
 
     // SUCCESS when the document is one whole JSON value. Fills out's
     // object, answer_text (chat/completions), finish_reason, type, models and
@@ -64,6 +65,7 @@ private:
 
     DataInfo& out_;
     policy::Endpoint endpoint_;
+    const char* text_end_;
 };
 
 // JSON's number grammar, whole token, trailing whitespace allowed.

@@ -60,7 +60,7 @@ constexpr std::string_view unreachable_upstream = "http://127.0.0.1:9/v1";
 // ---------------------------------------------------------------------------
 // --version, --help, usage
 
-TEST_CASE("--version prints modelproxy and a semantic version, exit 0", "[cli]") {
+TEST_CASE("modelproxy --version prints modelproxy and a semantic version, exit 0", "[cli]") {
     const CommandResult r = run_modelproxy({"--version"});
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
@@ -70,7 +70,7 @@ TEST_CASE("--version prints modelproxy and a semantic version, exit 0", "[cli]")
     CHECK(r.err.empty());
 }
 
-TEST_CASE("--help prints usage naming check and doctor, exit 0", "[cli]") {
+TEST_CASE("modelproxy --help prints usage naming check and doctor, exit 0", "[cli]") {
     const CommandResult r = run_modelproxy({"--help"});
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
@@ -110,13 +110,15 @@ TEST_CASE("check on a valid file exits 0 and prints nothing on stdout", "[cli]")
 
 TEST_CASE("check reports every problem, one stderr line each naming its key path, exit 2", "[cli]") {
     TempDir dir("cli");
+    // A range error at the top, a typo'd key inside a route, a range error
+    // inside a route override.
     const auto path = dir.write("three.yaml", R"(limits:
   max_header_bytes: 10
-colour: blue
 routes:
   - name: fake
     upstream: http://127.0.0.1:9/v1
     models: [gpt-test]
+    dialekt: openai
     retry:
       max_attempts: 99
 )");
@@ -127,7 +129,7 @@ routes:
     const Lines err = lines_of(r.err);
     CHECK(err.size() == 3);
     CHECK(lines_containing(err, "limits.max_header_bytes") == 1);
-    CHECK(lines_containing(err, "colour") == 1);
+    CHECK(lines_containing(err, "routes[0].dialekt") == 1);
     CHECK(lines_containing(err, "routes[0].retry.max_attempts") == 1);
 }
 
@@ -223,7 +225,7 @@ TEST_CASE("listening beyond loopback with an injected key starts with allow_unau
 // ---------------------------------------------------------------------------
 // Records: where they go
 
-TEST_CASE("--log FILE puts the records in FILE and nothing on stdout", "[cli]") {
+TEST_CASE("modelproxy --log FILE puts the records in FILE and nothing on stdout", "[cli]") {
     FakeProvider fake;
     fake.push(Script::json(200, chat_answer("gpt-test")));
     TempDir dir("cli");
@@ -246,7 +248,7 @@ TEST_CASE("--log FILE puts the records in FILE and nothing on stdout", "[cli]") 
         std::this_thread::sleep_for(20ms);
     }
     REQUIRE(proxy.signal(SIGTERM));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
 
     std::vector<std::string> bad;
     records = parse_records(lines_of(read_file(log)), &bad);
@@ -290,7 +292,7 @@ TEST_CASE("stdout carries only JSON lines after a mix of requests", "[cli]") {
     CHECK(proxy.wait_for_records("turn", 2, bound));
 
     REQUIRE(proxy.signal(SIGTERM));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
     const Lines out = proxy.stdout_lines();
     CAPTURE(out, proxy.stderr_text());
     std::vector<std::string> bad;

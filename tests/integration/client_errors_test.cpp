@@ -153,6 +153,19 @@ TEST_CASE("a path with .. or an encoded dot or slash gets 400 invalid_path", "[c
     check_nothing_forwarded(fake, *proxy);
 }
 
+TEST_CASE("an encoded slash or .. in the query string is not a path problem: forwarded as sent",
+          "[client-errors]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config_for(fake));
+    fake.push(Script::json(200, chat_answer("gpt-test")));
+    HttpClient client = proxy->client();
+    const Response r = client.post_json("/v1/chat/completions?after=a%2Fb&up=..", chat_request("gpt-test"));
+    CAPTURE(r.wire);
+    CHECK(r.status == 200);
+    REQUIRE(fake.request_count() == 1);
+    CHECK(fake.requests()[0].target == "/v1/chat/completions?after=a%2Fb&up=..");
+}
+
 // ---------------------------------------------------------------------------
 // 401 (section 12)
 
@@ -187,7 +200,7 @@ TEST_CASE("a valid client token passes as Bearer or x-api-key and is never forwa
     FakeProvider fake;
     auto proxy = start_proxy(config_for(fake, "clients:\n  tokens_env: MP_TEST_CLIENT_TOKENS\n"),
                              {{std::string(tokens_env), "tok-alpha, tok-beta"}});
-    fake.push(Script::json(200, chat_answer("gpt-test")), 2);
+    fake.push(Script::json(200, chat_answer("gpt-test")), 3);
     HttpClient client = proxy->client();
 
     const Response bearer =
@@ -198,8 +211,13 @@ TEST_CASE("a valid client token passes as Bearer or x-api-key and is never forwa
         client.post_json("/v1/chat/completions", chat_request("gpt-test"), {{"x-api-key", "tok-beta"}});
     CAPTURE(api_key.wire);
     CHECK(api_key.status == 200);
+    // The auth scheme is case-insensitive (RFC 9110 section 11.1).
+    const Response lower =
+        client.post_json("/v1/chat/completions", chat_request("gpt-test"), {{"authorization", "bearer tok-beta"}});
+    CAPTURE(lower.wire);
+    CHECK(lower.status == 200);
 
-    REQUIRE(fake.request_count() == 2);
+    REQUIRE(fake.request_count() == 3);
     for (const auto& req : fake.requests()) {
         CHECK_FALSE(req.header("authorization"));
         CHECK_FALSE(req.header("x-api-key"));
@@ -494,4 +512,19 @@ TEST_CASE("Expect: 100-continue is answered by the proxy and not forwarded", "[c
     const RequestRecord req = fake.requests()[0];
     CHECK_FALSE(req.header("expect"));
     CHECK(req.body == body);
+}
+
+TEST_CASE("Expect: 100-continue with a body above the limit gets 413 and no 100 Continue", "[client-errors]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config_for(fake, "limits:\n  max_request_body_bytes: 1024\n"));
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(format_request("POST", "/v1/chat/completions",
+                                                 {{"Host", "127.0.0.1"},
+                                                  {"Content-Type", "application/json"},
+                                                  {"Content-Length", "4096"},
+                                                  {"Expect", "100-continue"}})));
+    const Response r = client.read_response(bound);
+    CHECK(r.status != 100);
+    check_refusal(r, 413, "");
+    check_nothing_forwarded(fake, *proxy);
 }

@@ -13,6 +13,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <catch2/catch.hpp>
 
@@ -431,7 +432,7 @@ TEST_CASE("TLS: a client trusting the test CA verifies localhost; another CA or 
     TestCa ca;
     TestCa other("unrelated test CA");
     const CertFiles server = ca.issue_server();
-    FakeProvider fake({.tls = FakeProvider::Tls{.cert_file = server.cert, .key_file = server.key}});
+    FakeProvider fake(FakeProvider::tls_options(server.cert, server.key));
     CHECK(fake.base_url("/v1") == "https://localhost:" + std::to_string(fake.port()) + "/v1");
     fake.push(Script::json(200, R"({"tls":true})"));
 
@@ -460,8 +461,7 @@ TEST_CASE("TLS: the provider can require a client certificate from a CA", "[fake
     TestCa ca;
     const CertFiles server = ca.issue_server();
     const CertFiles client_cert = ca.issue_client("client-1");
-    FakeProvider fake({.tls = FakeProvider::Tls{
-                           .cert_file = server.cert, .key_file = server.key, .client_ca_file = ca.cert_file()}});
+    FakeProvider fake(FakeProvider::tls_options(server.cert, server.key, ca.cert_file()));
     fake.push(Script::json(200, "{}"));
 
     const TlsOutcome with_cert = tls_get(fake.port(), ca.cert_file(), "localhost", &client_cert);
@@ -483,7 +483,7 @@ TEST_CASE("TestCa: expired leaves fail verification", "[fake_provider][tls]") {
     TestCa::Leaf leaf;
     leaf.expired = true;
     const CertFiles expired = ca.issue(leaf);
-    FakeProvider fake({.tls = FakeProvider::Tls{.cert_file = expired.cert, .key_file = expired.key}});
+    FakeProvider fake(FakeProvider::tls_options(expired.cert, expired.key));
     const TlsOutcome r = tls_get(fake.port(), ca.cert_file(), "localhost");
     REQUIRE(r.finished);
     CHECK(r.handshake);

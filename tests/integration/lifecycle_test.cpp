@@ -14,6 +14,7 @@
 #include <csignal>
 #include <regex>
 #include <thread>
+#include <vector>
 
 using namespace modelproxy::test;
 using namespace std::chrono_literals;
@@ -43,10 +44,11 @@ std::string config_for(const FakeProvider& fake, std::string_view preamble = {},
 
 // Sends a chat request without reading the answer, and waits until the
 // fake provider holds it: the turn is then in flight.
-void start_turn(HttpClient& client, const FakeProvider& fake, std::size_t upstream_requests_before = 0) {
+void start_turn(HttpClient& client, const FakeProvider& fake) {
+    const std::size_t before = fake.request_count();
     REQUIRE_FALSE(client.send_request("POST", "/v1/chat/completions", {{"Content-Type", "application/json"}},
                                       chat_request("gpt-test")));
-    REQUIRE(fake.wait_for_requests(upstream_requests_before + 1, bound));
+    REQUIRE(fake.wait_for_requests(before + 1, bound));
 }
 
 // After a drain signal the listener closes; true once a connect is refused.
@@ -73,6 +75,23 @@ std::size_t count_records(const std::vector<JsonRecord>& records, std::string_vi
         return r.event() == event && r.str("request_id") == request_id;
     }));
 }
+
+// Every key of a section 10 record is present (null when it does not
+// apply), so a consumer can rely on one shape.
+void check_keys(const JsonRecord& record, const std::vector<std::string_view>& keys) {
+    CAPTURE(record.line());
+    for (const auto& key : keys) {
+        CAPTURE(key);
+        CHECK(record.has(key));
+    }
+}
+
+const std::vector<std::string_view> attempt_keys = {
+    "event", "request_id", "route", "model", "attempt", "status", "class", "code",
+    "timeout_source", "rule", "decision", "delay_ms", "remaining_ms", "digest"};
+const std::vector<std::string_view> turn_keys = {
+    "event", "request_id", "route", "model", "attempts", "provider_retries", "outcome", "class", "code",
+    "bound", "status", "stream", "published", "fallback_from", "duration_ms", "ttft_ms"};
 
 bool is_sha256_digest(const std::string& digest) {
     static const std::regex shape("sha256:[0-9a-f]{64}");
@@ -114,8 +133,35 @@ TEST_CASE("SIGTERM drains: the in-flight turn completes, new connections are ref
     CHECK(answer.body == chat_answer("gpt-test"));
     CHECK_FALSE(answer.keep_alive);  // answered during the drain: Connection: close
 
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
     CHECK(fake.request_count() == 1);
+}
+
+TEST_CASE("during the drain an already-open keep-alive connection is still served, with Connection: close",
+          "[lifecycle]") {
+    FakeProvider fake;
+    fake.push(Script{}.sleep(500ms).then(Script::json(200, chat_answer("gpt-test"))));
+    fake.push(Script::json(200, chat_answer("gpt-test")));
+    ProxyProcess proxy({.config_yaml = config_for(fake)});
+    proxy.start();
+    HttpClient open = proxy.client();
+    REQUIRE(open.get("/healthz").status == 200);
+    HttpClient slow = proxy.client();
+    start_turn(slow, fake);  // holds the drain open
+
+    REQUIRE(proxy.signal(SIGTERM));
+    REQUIRE(connections_refused_within(proxy.port(), bound));
+    const Response late = open.post_json("/v1/chat/completions", chat_request("gpt-test"));
+    CAPTURE(late.wire);
+    REQUIRE(late.ok());
+    CHECK(late.status == 200);
+    CHECK(late.body == chat_answer("gpt-test"));
+    CHECK_FALSE(late.keep_alive);
+    CHECK(open.is_closed_by_peer(bound));
+
+    CHECK(slow.read_response(bound).status == 200);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
+    CHECK(fake.request_count() == 2);
 }
 
 TEST_CASE("SIGTERM with nothing in flight exits 0 promptly", "[lifecycle]") {
@@ -125,7 +171,7 @@ TEST_CASE("SIGTERM with nothing in flight exits 0 promptly", "[lifecycle]") {
     HttpClient idle = proxy.client();  // an idle keep-alive connection does not hold the drain
     REQUIRE(idle.get("/healthz").status == 200);
     REQUIRE(proxy.signal(SIGTERM));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
 }
 
 TEST_CASE("SIGINT drains like SIGTERM: the in-flight turn completes, exit 0", "[lifecycle]") {
@@ -143,7 +189,7 @@ TEST_CASE("SIGINT drains like SIGTERM: the in-flight turn completes, exit 0", "[
     REQUIRE(answer.ok());
     CHECK(answer.status == 200);
     CHECK(answer.body == chat_answer("gpt-test"));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
 }
 
 TEST_CASE("SIGINT with nothing in flight exits 0 promptly", "[lifecycle]") {
@@ -151,7 +197,24 @@ TEST_CASE("SIGINT with nothing in flight exits 0 promptly", "[lifecycle]") {
     ProxyProcess proxy({.config_yaml = config_for(fake)});
     proxy.start();
     REQUIRE(proxy.signal(SIGINT));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
+}
+
+// Regression: the `listening on` line was printed before SIGTERM/SIGINT were
+// handled, so a signal sent as soon as the proxy said it was ready killed it
+// with the default action (exit 143/130) instead of a drain and exit 0.
+// Several quick starts make the race show almost every run.
+TEST_CASE("a signal right after the listening line still drains and exits 0", "[lifecycle]") {
+    FakeProvider fake;
+    const int sig = GENERATE(SIGTERM, SIGINT);
+    CAPTURE(sig);
+    for (int round = 0; round < 5; ++round) {
+        CAPTURE(round);
+        ProxyProcess proxy({.config_yaml = config_for(fake)});
+        proxy.start();
+        REQUIRE(proxy.signal(sig));
+        CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
+    }
 }
 
 TEST_CASE("drain_ms bounds the drain: a hanging turn does not keep the process alive", "[lifecycle]") {
@@ -163,7 +226,7 @@ TEST_CASE("drain_ms bounds the drain: a hanging turn does not keep the process a
     start_turn(stuck, fake);
 
     REQUIRE(proxy.signal(SIGTERM));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
     // The client is not left waiting, and never sees a success.
     const Response r = stuck.read_response(bound);
     CAPTURE(r.wire);
@@ -204,6 +267,8 @@ TEST_CASE("a forwarded turn leaves one turn and one attempt record under the res
     CHECK(turn->str("outcome") == "ok");
     CHECK(turn->integer("status") == 200);
     CHECK(turn->boolean("stream") == false);
+    CHECK(turn->boolean("published") == true);
+    check_keys(*turn, turn_keys);
 
     const auto attempt = find_record(records, "attempt", id, 1);
     REQUIRE(attempt);
@@ -213,6 +278,7 @@ TEST_CASE("a forwarded turn leaves one turn and one attempt record under the res
     CHECK(attempt->str("decision") == "ok");
     CHECK(attempt->integer("delay_ms") == 0);
     CHECK(is_sha256_digest(attempt->str("digest").value_or("")));
+    check_keys(*attempt, attempt_keys);
 }
 
 TEST_CASE("the client's own x-request-id names the turn in the response and the records", "[lifecycle]") {
@@ -296,7 +362,7 @@ TEST_CASE("no record or stderr line holds the route's key or the client's Author
 
     REQUIRE(proxy.wait_for_records("turn", 2, bound));
     REQUIRE(proxy.signal(SIGTERM));
-    CHECK(proxy.wait_exit(bound) == 0);
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
     std::vector<std::string> all = proxy.stdout_lines();
     const auto err = proxy.stderr_lines();
     all.insert(all.end(), err.begin(), err.end());

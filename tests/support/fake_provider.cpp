@@ -388,6 +388,13 @@ net::awaitable<void> FakeProvider::Impl::close_cleanly(std::shared_ptr<Connectio
 
 // ---------------------------------------------------------------------------
 
+FakeProvider::Options FakeProvider::tls_options(std::filesystem::path cert_file, std::filesystem::path key_file,
+                                                std::filesystem::path client_ca_file) {
+    Options options;
+    options.tls = Tls{std::move(cert_file), std::move(key_file), std::move(client_ca_file)};
+    return options;
+}
+
 FakeProvider::FakeProvider() : FakeProvider(Options{}) {}
 
 FakeProvider::FakeProvider(Options options) : impl_(std::make_unique<Impl>(std::move(options))) { impl_->start(); }

@@ -54,6 +54,10 @@ public:
         std::optional<Tls> tls;
         std::size_t body_limit = 64u << 20;    // bigger request bodies end the connection
     };
+    // Options serving TLS with the given server chain and key (and, when
+    // `client_ca_file` is non-empty, requiring client certificates it verifies).
+    static Options tls_options(std::filesystem::path cert_file, std::filesystem::path key_file,
+                               std::filesystem::path client_ca_file = {});
 
     // Binds 127.0.0.1:0 and starts serving before returning. Throws
     // std::runtime_error when it cannot listen or the TLS files do not load.

@@ -511,3 +511,23 @@ TEST_CASE("a Responses API response.failed names its kind in code, read as error
     CHECK(info.error.code == "server_error");
     CHECK(info.error.type == "server_error");
 }
+
+// Regressions found by tests/fuzz/inspect_fuzz: simdjson 3.0.1's root scalar
+// getters do not refuse trailing content, so a malformed line passed as JSON.
+TEST_CASE("a root scalar followed by anything else is not JSON", "[inspect]") {
+    modelproxy::sse::Inspector inspector;
+    for (std::string_view line : {R"("just a string"#)", R"("a" x)", R"("a"])", R"("a""b")", "falsey", "nullr", "truex"}) {
+        CAPTURE(line);
+        CHECK(inspector.inspect(line, modelproxy::policy::Endpoint::chat_completions).kind ==
+              modelproxy::sse::DataKind::unparseable);
+    }
+}
+
+TEST_CASE("a root scalar with trailing white space is JSON", "[inspect]") {
+    modelproxy::sse::Inspector inspector;
+    for (std::string_view line : {"false  ", "true   ", "null ", R"("a" )", "12 "}) {
+        CAPTURE(line);
+        CHECK(inspector.inspect(line, modelproxy::policy::Endpoint::chat_completions).kind ==
+              modelproxy::sse::DataKind::json);
+    }
+}

@@ -1,0 +1,745 @@
+#include "sse/credentials.hpp"
+
+#include "sse/reader.hpp"
+
+#include <hs/hs.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <utility>
+
+namespace modelproxy::sse {
+
+namespace detail {
+
+// The immutable half, shared by the scanner and every scan made from it.
+struct CompiledSecrets {
+    hs_database_t* block = nullptr;   // HS_MODE_BLOCK: whole bodies
+    hs_database_t* stream = nullptr;  // HS_MODE_STREAM: SSE streams
+    hs_scratch_t* prototype = nullptr;  // only ever cloned, never scanned with
+    std::vector<std::string> labels;    // by pattern id
+
+    CompiledSecrets() = default;
+    CompiledSecrets(const CompiledSecrets&) = delete;
+    CompiledSecrets& operator=(const CompiledSecrets&) = delete;
+    ~CompiledSecrets() {
+        if (prototype) hs_free_scratch(prototype);
+        if (block) hs_free_database(block);
+        if (stream) hs_free_database(stream);
+    }
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::CompiledSecrets;
+
+constexpr unsigned pattern_flags = HS_FLAG_SINGLEMATCH;
+constexpr std::size_t max_answer_texts = 256;
+constexpr std::string_view scan_failure_rule = "scan failure (refused to be safe)";
+
+// Section 8's whole token: the start of the text, or a byte outside
+// [A-Za-z0-9_-], or (in raw JSON) an escape that decodes to a separator.
+constexpr std::string_view token_start = R"((?:^|[^A-Za-z0-9_\-]|\\[bfnrt]|\\u[0-9A-Fa-f]{4}))";
+
+// [0-9A-Z] without one capital letter.
+std::string class_without(char letter) {
+    std::string out = "[0-9";
+    if (letter > 'A') out += std::string("A-") + static_cast<char>(letter - 1);
+    if (letter < 'Z') out += std::string(1, static_cast<char>(letter + 1)) + "-Z";
+    return out + "]";
+}
+
+// `n` characters of [0-9A-Z] that do not end in `word` (n >= word.size()):
+// any run of n - |word| characters, then a run of |word| that differs from
+// word at its first differing position i.
+std::string run_not_ending(std::size_t n, std::string_view word) {
+    std::string out = "[0-9A-Z]{" + std::to_string(n - word.size()) + "}(?:";
+    for (std::size_t i = 0; i < word.size(); ++i) {
+        if (i) out += '|';
+        out += std::string(word.substr(0, i)) + class_without(word[i]);
+        if (const std::size_t rest = word.size() - i - 1) out += "[0-9A-Z]{" + std::to_string(rest) + "}";
+    }
+    return out + ")";
+}
+
+struct Shape {
+    std::string_view label;
+    std::string body;  // after token_start
+};
+
+std::vector<Shape> default_shapes() {
+    return {
+        {"default sk- key", "sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\\-]{40,}"},
+        // The documentation example AKIAIOSFODNN7EXAMPLE is not a secret.
+        {"default AWS access key", "AKIA" + run_not_ending(16, "EXAMPLE")},
+        {"default private key block", "-----BEGIN [A-Z ]*PRIVATE KEY-----"},
+        {"default GitHub token", "ghp_[A-Za-z0-9]{36}"},
+        {"default NVIDIA API key", "nvapi-[A-Za-z0-9_\\-]{40,}"},
+    };
+}
+
+// Every byte but [A-Za-z0-9] as \xHH: a literal, whatever it holds.
+std::string literal_pattern(std::string_view bytes) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 4);
+    for (unsigned char c : bytes) {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+            out += static_cast<char>(c);
+        } else {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+// The key as the body of a JSON string; `/` written `\/` when asked.
+std::string json_escaped(std::string_view key, bool escape_slash) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char c : key) {
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\f': out += "\\f"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            case '/':
+                out += escape_slash ? "\\/" : "/";
+                break;
+            default:
+                if (c < 0x20) {
+                    out += "\\u00";
+                    out += hex[c >> 4];
+                    out += hex[c & 15];
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+    }
+    return out;
+}
+
+std::string take_message(hs_compile_error_t* error) {
+    std::string message = error && error->message ? error->message : "unknown error";
+    if (error) hs_free_compile_error(error);
+    return message;
+}
+
+// Why a secret pattern cannot be used, or empty when it can.
+std::string pattern_problem(const std::string& pattern) {
+    hs_expr_info_t* info = nullptr;
+    hs_compile_error_t* error = nullptr;
+    if (hs_expression_info(pattern.c_str(), pattern_flags, &info, &error) != HS_SUCCESS)
+        return "invalid regular expression: " + take_message(error);
+    const bool empty_match = info->min_width == 0;
+    std::free(info);
+    if (empty_match) return "matches the empty string, so it would refuse every body";
+    hs_database_t* db = nullptr;
+    if (hs_compile(pattern.c_str(), pattern_flags, HS_MODE_STREAM, nullptr, &db, &error) != HS_SUCCESS)
+        return "cannot be compiled: " + take_message(error);
+    hs_free_database(db);
+    return {};
+}
+
+struct MatchContext {
+    const CompiledSecrets* compiled;
+    std::string_view rule;
+};
+
+int on_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* context) {
+    auto* ctx = static_cast<MatchContext*>(context);
+    ctx->rule = id < ctx->compiled->labels.size() ? std::string_view(ctx->compiled->labels[id])
+                                                  : std::string_view("unknown rule");
+    return 1;  // the first match decides: stop scanning
+}
+
+hs_scratch_t* clone_scratch(const CompiledSecrets* compiled) {
+    hs_scratch_t* scratch = nullptr;
+    if (compiled && compiled->prototype && hs_clone_scratch(compiled->prototype, &scratch) != HS_SUCCESS)
+        scratch = nullptr;
+    return scratch;
+}
+
+// Feeds bytes to an open stream in pieces Vectorscan's length type can take.
+// The matched rule, empty when none; scan_failure_rule on an engine error.
+std::string_view scan_stream(hs_stream_t* stream, std::string_view bytes, hs_scratch_t* scratch,
+                             const CompiledSecrets* compiled) {
+    MatchContext ctx{compiled, {}};
+    while (!bytes.empty()) {
+        const std::size_t n = std::min<std::size_t>(bytes.size(), UINT_MAX);
+        const hs_error_t rc =
+            hs_scan_stream(stream, bytes.data(), static_cast<unsigned>(n), 0, scratch, on_match, &ctx);
+        if (rc == HS_SCAN_TERMINATED) return ctx.rule.empty() ? scan_failure_rule : ctx.rule;
+        if (rc != HS_SUCCESS) return scan_failure_rule;
+        bytes.remove_prefix(n);
+    }
+    return {};
+}
+
+}  // namespace
+
+// ---- AnswerTextExtractor -------------------------------------------------------
+
+namespace {
+
+namespace od = simdjson::ondemand;
+using simdjson::error_code;
+using simdjson::SUCCESS;
+using Field = AnswerTextKey::Field;
+
+#define MP_TRY(expr)                                              \
+    do {                                                          \
+        if (const error_code mp_e_ = (expr); mp_e_ != SUCCESS) {  \
+            return mp_e_;                                         \
+        }                                                         \
+    } while (false)
+
+// A member's key. Unescaped only when it holds an escape: a plain key is
+// read in place, which spares simdjson's string copy on every member.
+error_code key_of(od::field& field, std::string_view& out) {
+    const char* raw = field.key().raw();
+    std::size_t n = 0;
+    while (raw[n] != '"') {
+        if (raw[n] == '\\') return field.unescaped_key().get(out);
+        ++n;
+    }
+    out = std::string_view(raw, n);
+    return SUCCESS;
+}
+
+// Walks one data line and appends its answer-text fragments. On-Demand is
+// forward only, so a fragment is recorded when met and its choice / tool
+// call index is filled in when the enclosing object ends (`index` may come
+// after `delta`). Views point into the parser's string buffer.
+class FragmentWalker {
+public:
+    explicit FragmentWalker(std::vector<AnswerFragment>& out) : out_(out) {}
+
+    error_code line(od::document& doc, policy::Endpoint endpoint) {
+        od::json_type type;
+        MP_TRY(doc.type().get(type));
+        if (type != od::json_type::object) return SUCCESS;
+        od::object top;
+        MP_TRY(doc.get_object().get(top));
+        switch (endpoint) {
+            case policy::Endpoint::chat_completions: return choices_line(top, false);
+            case policy::Endpoint::completions: return choices_line(top, true);
+            case policy::Endpoint::responses: return responses_line(top);
+            case policy::Endpoint::messages: return messages_line(top);
+            default: return SUCCESS;
+        }
+    }
+
+private:
+    static error_code string_of(od::value& v, std::string_view& out) {
+        od::json_type type;
+        MP_TRY(v.type().get(type));
+        if (type != od::json_type::string) return SUCCESS;
+        return v.get_string().get(out);
+    }
+
+    static error_code int_of(od::value& v, std::int64_t& out) {
+        od::json_type type;
+        MP_TRY(v.type().get(type));
+        if (type != od::json_type::number) return SUCCESS;
+        std::int64_t n = 0;
+        if (v.get_int64().get(n) == SUCCESS) out = n;  // 1.5 or 1e99: keep the position
+        return SUCCESS;
+    }
+
+    void push(std::int64_t index, std::int64_t sub, Field field, std::string_view text) {
+        if (!text.empty()) out_.push_back({{index, sub, field}, text});
+    }
+
+    void set_index(std::size_t from, std::int64_t index) {
+        for (std::size_t i = from; i < out_.size(); ++i) out_[i].key.index = index;
+    }
+
+    void set_sub(std::size_t from, std::int64_t sub) {
+        for (std::size_t i = from; i < out_.size(); ++i) out_[i].key.sub = sub;
+    }
+
+    template <class Each>
+    static error_code each_field(od::value& v, Each&& each) {
+        od::json_type type;
+        MP_TRY(v.type().get(type));
+        if (type != od::json_type::object) return SUCCESS;
+        od::object object;
+        MP_TRY(v.get_object().get(object));
+        for (auto result : object) {
+            od::field field;
+            MP_TRY(std::move(result).get(field));
+            std::string_view key;
+            MP_TRY(key_of(field, key));
+            MP_TRY(each(key, field.value()));
+        }
+        return SUCCESS;
+    }
+
+    template <class Each>
+    static error_code each_element(od::value& v, Each&& each) {
+        od::json_type type;
+        MP_TRY(v.type().get(type));
+        if (type != od::json_type::array) return SUCCESS;
+        od::array array;
+        MP_TRY(v.get_array().get(array));
+        std::int64_t position = 0;
+        for (auto result : array) {
+            od::value element;
+            MP_TRY(result.get(element));
+            MP_TRY(each(position++, element));
+        }
+        return SUCCESS;
+    }
+
+    error_code choices_line(od::object& top, bool completions) {
+        for (auto result : top) {
+            od::field field;
+            MP_TRY(std::move(result).get(field));
+            std::string_view key;
+            MP_TRY(key_of(field, key));
+            if (key != "choices") continue;
+            MP_TRY(each_element(field.value(), [&](std::int64_t position, od::value& choice) {
+                const std::size_t first = out_.size();
+                std::int64_t index = position;
+                MP_TRY(each_field(choice, [&](std::string_view k, od::value& v) -> error_code {
+                    if (k == "index") return int_of(v, index);
+                    if (!completions && k == "delta") return delta(v);
+                    if (completions && k == "text") {
+                        std::string_view text;
+                        MP_TRY(string_of(v, text));
+                        push(0, 0, Field::text, text);
+                    }
+                    return SUCCESS;
+                }));
+                set_index(first, index);
+                return SUCCESS;
+            }));
+        }
+        return SUCCESS;
+    }
+
+    // A chat choice's delta.
+    error_code delta(od::value& v) {
+        return each_field(v, [&](std::string_view k, od::value& member) -> error_code {
+            Field field;
+            if (k == "content") {
+                field = Field::content;
+            } else if (k == "reasoning_content" || k == "reasoning") {
+                field = Field::reasoning;
+            } else if (k == "refusal") {
+                field = Field::refusal;
+            } else if (k == "function_call") {
+                return arguments_of(member, 0);
+            } else if (k == "tool_calls") {
+                return each_element(member, [&](std::int64_t position, od::value& call) {
+                    const std::size_t first = out_.size();
+                    std::int64_t index = position;
+                    MP_TRY(each_field(call, [&](std::string_view ck, od::value& cv) -> error_code {
+                        if (ck == "index") return int_of(cv, index);
+                        if (ck == "function") return arguments_of(cv, 0);
+                        return SUCCESS;
+                    }));
+                    set_sub(first, index);
+                    return SUCCESS;
+                });
+            } else {
+                return SUCCESS;
+            }
+            std::string_view text;
+            MP_TRY(string_of(member, text));
+            push(0, 0, field, text);
+            return SUCCESS;
+        });
+    }
+
+    // `{"name":..,"arguments":".."}` of a tool or function call.
+    error_code arguments_of(od::value& v, std::int64_t sub) {
+        return each_field(v, [&](std::string_view k, od::value& member) -> error_code {
+            if (k != "arguments") return SUCCESS;
+            std::string_view text;
+            MP_TRY(string_of(member, text));
+            push(0, sub, Field::arguments, text);
+            return SUCCESS;
+        });
+    }
+
+    static Field responses_field(std::string_view type) {
+        if (type == "response.output_text.delta") return Field::content;
+        if (type == "response.refusal.delta") return Field::refusal;
+        if (type == "response.function_call_arguments.delta") return Field::arguments;
+        if (type == "response.reasoning_text.delta") return Field::reasoning;
+        if (type == "response.reasoning_summary_text.delta") return Field::reasoning_summary;
+        return Field::other_delta;
+    }
+
+    error_code responses_line(od::object& top) {
+        std::string_view type, text;
+        std::int64_t output = 0, sub = 0;
+        for (auto result : top) {
+            od::field field;
+            MP_TRY(std::move(result).get(field));
+            std::string_view key;
+            MP_TRY(key_of(field, key));
+            od::value& v = field.value();
+            if (key == "type") {
+                MP_TRY(string_of(v, type));
+            } else if (key == "delta") {
+                MP_TRY(string_of(v, text));
+            } else if (key == "output_index") {
+                MP_TRY(int_of(v, output));
+            } else if (key == "content_index" || key == "summary_index") {
+                MP_TRY(int_of(v, sub));
+            }
+        }
+        if (type.starts_with("response.") && type.ends_with(".delta")) push(output, sub, responses_field(type), text);
+        return SUCCESS;
+    }
+
+    error_code messages_line(od::object& top) {
+        std::string_view type;
+        std::int64_t index = 0;
+        const std::size_t first = out_.size();
+        for (auto result : top) {
+            od::field field;
+            MP_TRY(std::move(result).get(field));
+            std::string_view key;
+            MP_TRY(key_of(field, key));
+            od::value& v = field.value();
+            if (key == "type") {
+                MP_TRY(string_of(v, type));
+            } else if (key == "index") {
+                MP_TRY(int_of(v, index));
+            } else if (key == "delta") {
+                MP_TRY(each_field(v, [&](std::string_view k, od::value& member) -> error_code {
+                    Field f;
+                    if (k == "text") {
+                        f = Field::content;
+                    } else if (k == "partial_json") {
+                        f = Field::arguments;
+                    } else if (k == "thinking") {
+                        f = Field::reasoning;
+                    } else {
+                        return SUCCESS;
+                    }
+                    std::string_view text;
+                    MP_TRY(string_of(member, text));
+                    push(0, 0, f, text);
+                    return SUCCESS;
+                }));
+            }
+        }
+        if (type != "content_block_delta") {
+            out_.resize(first);
+        } else {
+            set_index(first, index);
+        }
+        return SUCCESS;
+    }
+
+    std::vector<AnswerFragment>& out_;
+};
+
+#undef MP_TRY
+
+}  // namespace
+
+struct AnswerTextExtractor::Impl {
+    od::parser parser;
+    std::string pad;
+    std::vector<AnswerFragment> out;
+};
+
+AnswerTextExtractor::AnswerTextExtractor() : impl_(std::make_unique<Impl>()) {}
+AnswerTextExtractor::~AnswerTextExtractor() = default;
+AnswerTextExtractor::AnswerTextExtractor(AnswerTextExtractor&&) noexcept = default;
+AnswerTextExtractor& AnswerTextExtractor::operator=(AnswerTextExtractor&&) noexcept = default;
+
+std::span<const AnswerFragment> AnswerTextExtractor::extract(std::string_view data, policy::Endpoint endpoint,
+                                                             const char* readable_end) {
+    Impl& m = *impl_;
+    m.out.clear();
+    const std::size_t start = data.find_first_not_of(" \t\r\n");
+    if (start == std::string_view::npos || data[start] != '{') return {};  // only objects carry answer text
+    const char* json = data.data();
+    std::size_t capacity = 0;
+    if (readable_end && readable_end >= data.data() + data.size() &&
+        static_cast<std::size_t>(readable_end - data.data()) >= data.size() + simdjson::SIMDJSON_PADDING) {
+        capacity = static_cast<std::size_t>(readable_end - data.data());
+    } else {
+        if (m.pad.size() < data.size() + simdjson::SIMDJSON_PADDING) m.pad.resize(data.size() + simdjson::SIMDJSON_PADDING);
+        std::copy(data.begin(), data.end(), m.pad.begin());
+        json = m.pad.data();
+        capacity = m.pad.size();
+    }
+    od::document doc;
+    if (m.parser.iterate(json, data.size(), capacity).get(doc) != SUCCESS) return {};
+    FragmentWalker walker(m.out);
+    // A malformed line keeps what was read before the fault; the Inspector
+    // refuses such a line (unparseable_event) anyway.
+    (void)walker.line(doc, endpoint);
+    return m.out;
+}
+
+// ---- CredentialScanner ---------------------------------------------------------
+
+std::variant<CredentialScanner, std::string> CredentialScanner::build(
+    std::span<const std::string> keys, std::span<const std::string> secret_patterns, bool default_patterns) {
+    std::string problems;
+    for (std::size_t i = 0; i < secret_patterns.size(); ++i) {
+        if (std::string why = pattern_problem(secret_patterns[i]); !why.empty()) {
+            if (!problems.empty()) problems += '\n';
+            problems += "boundary.secret_patterns[" + std::to_string(i) + "]: " + why;
+        }
+    }
+    if (!problems.empty()) return problems;
+
+    auto compiled = std::make_shared<CompiledSecrets>();
+    std::vector<std::string> patterns;
+    const auto add = [&](std::string pattern, std::string label) {
+        if (std::find(patterns.begin(), patterns.end(), pattern) != patterns.end()) return;
+        patterns.push_back(std::move(pattern));
+        compiled->labels.push_back(std::move(label));
+    };
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (keys[i].empty()) continue;
+        const std::string label = "upstream key " + std::to_string(i);
+        add(literal_pattern(keys[i]), label);
+        add(literal_pattern(json_escaped(keys[i], false)), label + " (JSON-escaped)");
+        add(literal_pattern(json_escaped(keys[i], true)), label + " (JSON-escaped)");
+    }
+    if (default_patterns)
+        for (const Shape& shape : default_shapes()) add(std::string(token_start) + shape.body, std::string(shape.label));
+    for (std::size_t i = 0; i < secret_patterns.size(); ++i)
+        add(secret_patterns[i], "boundary.secret_patterns[" + std::to_string(i) + "]");
+
+    if (patterns.empty()) return CredentialScanner(std::move(compiled));
+
+    std::vector<const char*> expressions;
+    std::vector<unsigned> flags(patterns.size(), pattern_flags);
+    std::vector<unsigned> ids;
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+        expressions.push_back(patterns[i].c_str());
+        ids.push_back(static_cast<unsigned>(i));
+    }
+    for (auto [mode, db] : {std::pair{HS_MODE_BLOCK, &compiled->block}, std::pair{HS_MODE_STREAM, &compiled->stream}}) {
+        hs_compile_error_t* error = nullptr;
+        if (hs_compile_multi(expressions.data(), flags.data(), ids.data(), static_cast<unsigned>(patterns.size()),
+                             mode, nullptr, db, &error) != HS_SUCCESS) {
+            const int at = error ? error->expression : -1;
+            const std::string where = at >= 0 && static_cast<std::size_t>(at) < compiled->labels.size()
+                                          ? compiled->labels[at]
+                                          : std::string("boundary");
+            return where + ": the credential patterns cannot be compiled: " + take_message(error);
+        }
+        if (hs_alloc_scratch(*db, &compiled->prototype) != HS_SUCCESS)
+            return std::string("boundary: cannot allocate Vectorscan scratch space");
+    }
+    return CredentialScanner(std::move(compiled));
+}
+
+bool CredentialScanner::empty() const { return !compiled_ || !compiled_->block; }
+
+bool CredentialScanner::contains_secret(std::string_view body) const { return body_scan().contains_secret(body); }
+
+BodyScan CredentialScanner::body_scan() const { return BodyScan(*this); }
+
+StreamScan CredentialScanner::stream_scan() const { return StreamScan(*this); }
+
+// ---- BodyScan ------------------------------------------------------------------
+
+BodyScan::BodyScan(const CredentialScanner& scanner)
+    : compiled_(scanner.compiled_), scratch_(clone_scratch(compiled_.get())) {}
+
+BodyScan::~BodyScan() {
+    if (scratch_) hs_free_scratch(scratch_);
+}
+
+BodyScan::BodyScan(BodyScan&& other) noexcept
+    : compiled_(std::move(other.compiled_)),
+      scratch_(std::exchange(other.scratch_, nullptr)),
+      matched_rule_(other.matched_rule_) {}
+
+BodyScan& BodyScan::operator=(BodyScan&& other) noexcept {
+    if (this != &other) {
+        if (scratch_) hs_free_scratch(scratch_);
+        compiled_ = std::move(other.compiled_);
+        scratch_ = std::exchange(other.scratch_, nullptr);
+        matched_rule_ = other.matched_rule_;
+    }
+    return *this;
+}
+
+bool BodyScan::contains_secret(std::string_view body) {
+    matched_rule_ = {};
+    if (!compiled_ || !compiled_->block) return false;  // nothing to look for
+    if (!scratch_) {
+        matched_rule_ = scan_failure_rule;
+        return true;
+    }
+    if (body.size() <= UINT_MAX) {
+        MatchContext ctx{compiled_.get(), {}};
+        const hs_error_t rc = hs_scan(compiled_->block, body.data(), static_cast<unsigned>(body.size()), 0,
+                                      scratch_, on_match, &ctx);
+        if (rc == HS_SUCCESS) return false;
+        matched_rule_ = rc == HS_SCAN_TERMINATED && !ctx.rule.empty() ? ctx.rule : scan_failure_rule;
+        return true;
+    }
+    // Beyond block mode's length type: the same rules as one stream.
+    hs_stream_t* stream = nullptr;
+    if (hs_open_stream(compiled_->stream, 0, &stream) != HS_SUCCESS) {
+        matched_rule_ = scan_failure_rule;
+        return true;
+    }
+    matched_rule_ = scan_stream(stream, body, scratch_, compiled_.get());
+    MatchContext ctx{compiled_.get(), {}};
+    const hs_error_t rc = hs_close_stream(stream, scratch_, on_match, &ctx);
+    if (matched_rule_.empty() && !ctx.rule.empty()) matched_rule_ = ctx.rule;
+    if (matched_rule_.empty() && rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) matched_rule_ = scan_failure_rule;
+    return !matched_rule_.empty();
+}
+
+// ---- StreamScan ----------------------------------------------------------------
+
+StreamScan::StreamScan(const CredentialScanner& scanner)
+    : compiled_(scanner.compiled_), scratch_(clone_scratch(compiled_.get())) {
+    if (compiled_ && compiled_->stream && hs_open_stream(compiled_->stream, 0, &raw_) != HS_SUCCESS)
+        raw_ = nullptr;
+}
+
+StreamScan::~StreamScan() { close_all(); }
+
+StreamScan::StreamScan(StreamScan&& other) noexcept
+    : compiled_(std::move(other.compiled_)),
+      scratch_(std::exchange(other.scratch_, nullptr)),
+      raw_(std::exchange(other.raw_, nullptr)),
+      channels_(std::move(other.channels_)),
+      used_(std::exchange(other.used_, 0)),
+      finished_(other.finished_),
+      verdict_(other.verdict_),
+      matched_rule_(other.matched_rule_),
+      extractor_(std::move(other.extractor_)) {
+    other.channels_.clear();
+}
+
+StreamScan& StreamScan::operator=(StreamScan&& other) noexcept {
+    if (this != &other) {
+        close_all();
+        compiled_ = std::move(other.compiled_);
+        scratch_ = std::exchange(other.scratch_, nullptr);
+        raw_ = std::exchange(other.raw_, nullptr);
+        channels_ = std::move(other.channels_);
+        other.channels_.clear();
+        used_ = std::exchange(other.used_, 0);
+        finished_ = other.finished_;
+        verdict_ = other.verdict_;
+        matched_rule_ = other.matched_rule_;
+        extractor_ = std::move(other.extractor_);
+    }
+    return *this;
+}
+
+void StreamScan::close_all() {
+    // No scratch, no callback: nothing is reported while tearing down.
+    if (raw_) hs_close_stream(raw_, nullptr, nullptr, nullptr);
+    raw_ = nullptr;
+    for (Channel& c : channels_)
+        if (c.stream) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
+    channels_.clear();
+    used_ = 0;
+    if (scratch_) hs_free_scratch(scratch_);
+    scratch_ = nullptr;
+}
+
+CredentialVerdict StreamScan::scan(hs_stream_t* stream, std::string_view bytes) {
+    std::string_view rule = (!stream || !scratch_) ? scan_failure_rule
+                                                   : scan_stream(stream, bytes, scratch_, compiled_.get());
+    if (!rule.empty()) {
+        verdict_ = CredentialVerdict::credential_in_response;
+        matched_rule_ = rule;
+    }
+    return verdict_;
+}
+
+hs_stream_t* StreamScan::channel(const AnswerTextKey& key) {
+    for (std::size_t i = 0; i < used_; ++i)
+        if (channels_[i].key == key) return channels_[i].stream;
+    if (used_ == max_answer_texts) return channels_[used_ - 1].stream;
+    if (used_ == channels_.size()) {
+        Channel fresh{key, nullptr};
+        if (hs_open_stream(compiled_->stream, 0, &fresh.stream) != HS_SUCCESS) return nullptr;
+        channels_.push_back(fresh);
+    }
+    channels_[used_].key = key;
+    return channels_[used_++].stream;
+}
+
+CredentialVerdict StreamScan::feed_bytes(std::string_view raw) {
+    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return verdict_;
+    return scan(raw_, raw);
+}
+
+CredentialVerdict StreamScan::feed_data_line(std::string_view data, policy::Endpoint endpoint,
+                                             const char* readable_end) {
+    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return verdict_;
+    for (const AnswerFragment& fragment : extractor_.extract(data, endpoint, readable_end))
+        if (scan(channel(fragment.key), fragment.text) != CredentialVerdict::clean) break;
+    return verdict_;
+}
+
+CredentialVerdict StreamScan::feed_event(const Event& event, policy::Endpoint endpoint) {
+    feed_bytes(event.raw);
+    for (std::string_view data : event.data) feed_data_line(data, endpoint, event.readable_end);
+    return verdict_;
+}
+
+CredentialVerdict StreamScan::finish() {
+    if (finished_) return verdict_;
+    finished_ = true;
+    if (verdict_ != CredentialVerdict::clean || !compiled_ || !compiled_->stream) return verdict_;
+    // End-of-data matches (a secret pattern ending in `$`).
+    const auto close = [&](hs_stream_t*& stream) {
+        if (!stream) return;
+        MatchContext ctx{compiled_.get(), {}};
+        const hs_error_t rc = hs_close_stream(stream, verdict_ == CredentialVerdict::clean ? scratch_ : nullptr,
+                                              verdict_ == CredentialVerdict::clean ? on_match : nullptr, &ctx);
+        stream = nullptr;
+        // hs_close_stream reports HS_SUCCESS even when the callback stopped it.
+        if (verdict_ == CredentialVerdict::clean && (!ctx.rule.empty() || (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED))) {
+            verdict_ = CredentialVerdict::credential_in_response;
+            matched_rule_ = ctx.rule.empty() ? scan_failure_rule : ctx.rule;
+        }
+    };
+    close(raw_);
+    for (std::size_t i = 0; i < used_; ++i) close(channels_[i].stream);
+    for (Channel& c : channels_)
+        if (c.stream) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
+    channels_.clear();
+    used_ = 0;
+    return verdict_;
+}
+
+void StreamScan::reset() {
+    verdict_ = CredentialVerdict::clean;
+    matched_rule_ = {};
+    finished_ = false;
+    if (!compiled_ || !compiled_->stream) return;
+    if (raw_) {
+        hs_reset_stream(raw_, 0, nullptr, nullptr, nullptr);
+    } else if (hs_open_stream(compiled_->stream, 0, &raw_) != HS_SUCCESS) {
+        raw_ = nullptr;
+    }
+    for (std::size_t i = 0; i < used_; ++i) hs_reset_stream(channels_[i].stream, 0, nullptr, nullptr, nullptr);
+    used_ = 0;
+}
+
+}  // namespace modelproxy::sse

@@ -1,0 +1,223 @@
+// Credential scan at the response boundary (SPEC section 8): every 200 text
+// body is searched for the configured upstream keys (raw and JSON-escaped)
+// and, with `default_patterns`, for well-known secret shapes as whole tokens,
+// plus `boundary.secret_patterns`. Vectorscan (Hyperscan's API), no I/O.
+//
+// Threading: a CredentialScanner is immutable once built and may be shared by
+// every thread; its compiled databases live as long as any scan made from it
+// (shared ownership). Each BodyScan / StreamScan owns its own Vectorscan
+// scratch (cloned from the scanner's prototype) and stream state, and is used
+// by one thread at a time.
+//
+// What is matched, exactly:
+//  - a configured key: its bytes, its JSON string form (`"` -> `\"`,
+//    `\` -> `\\`, control bytes as `\n`-style or `\u00XX` escapes) and that
+//    form with `/` also written `\/`; anywhere, not only as a whole token.
+//    Empty keys are ignored.
+//  - default shapes, as whole tokens: the match must start the text or
+//    follow a byte outside [A-Za-z0-9_-]. In raw JSON bytes a JSON escape
+//    (`\b` `\f` `\n` `\r` `\t` `\uXXXX`) before the token also counts as a
+//    boundary, since it decodes to a separator (an encoder never escapes a
+//    letter, digit, `_` or `-`). `sk-(proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,}`,
+//    `AKIA[0-9A-Z]{16}` unless those 16 end in `EXAMPLE` (written as a
+//    regular expression, so it holds across stream events too),
+//    `-----BEGIN [A-Z ]*PRIVATE KEY-----`, `ghp_[A-Za-z0-9]{36}`,
+//    `nvapi-[A-Za-z0-9_-]{40,}`. Only the start is a token edge: the spec
+//    asks nothing of the byte after.
+//  - secret_patterns: as written (Vectorscan syntax, case-sensitive, `^` is
+//    the start of the text, no whole-token wrapping: the operator anchors a
+//    pattern as they mean it). A pattern that can match the empty string is
+//    refused at build: it would refuse every body.
+//
+// A match is reported by the rule that matched (e.g. "upstream key 0",
+// "default sk- key", "boundary.secret_patterns[2]"), never by the bytes.
+#pragma once
+
+#include "policy/endpoint.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+struct hs_scratch;
+struct hs_stream;
+
+namespace modelproxy::sse {
+
+struct Event;
+
+enum class CredentialVerdict : std::uint8_t {
+    clean,
+    credential_in_response,  // section 8's refusal code of the same name
+};
+
+namespace detail {
+struct CompiledSecrets;
+}
+
+class BodyScan;
+class StreamScan;
+
+class CredentialScanner {
+public:
+    // Compiles the rules once per config. The error string has one line per
+    // bad secret pattern, each naming `boundary.secret_patterns[i]` and why,
+    // e.g. "boundary.secret_patterns[1]: invalid regular expression: Missing
+    // close parenthesis for group started at index 0."
+    static std::variant<CredentialScanner, std::string> build(std::span<const std::string> keys,
+                                                              std::span<const std::string> secret_patterns,
+                                                              bool default_patterns);
+
+    // A whole body, in one call. Allocates a scratch per call; on a hot path
+    // keep a BodyScan per thread instead.
+    bool contains_secret(std::string_view body) const;
+
+    BodyScan body_scan() const;
+    StreamScan stream_scan() const;
+
+    // True when there is nothing to look for (no keys, no patterns).
+    bool empty() const;
+
+private:
+    friend class BodyScan;
+    friend class StreamScan;
+
+    explicit CredentialScanner(std::shared_ptr<const detail::CompiledSecrets> compiled)
+        : compiled_(std::move(compiled)) {}
+
+    std::shared_ptr<const detail::CompiledSecrets> compiled_;
+};
+
+// Block mode: one whole body per call, reusable for any number of bodies.
+class BodyScan {
+public:
+    explicit BodyScan(const CredentialScanner& scanner);
+    ~BodyScan();
+    BodyScan(BodyScan&&) noexcept;
+    BodyScan& operator=(BodyScan&&) noexcept;
+
+    bool contains_secret(std::string_view body);
+    // The rule behind the last true answer.
+    std::string_view matched_rule() const { return matched_rule_; }
+
+private:
+    std::shared_ptr<const detail::CompiledSecrets> compiled_;
+    hs_scratch* scratch_ = nullptr;
+    std::string_view matched_rule_;
+};
+
+// Which answer text a fragment continues. Fragments with equal keys are one
+// text, scanned as one Vectorscan stream; different keys never join, so a
+// reasoning fragment cannot hide the start of a content token.
+struct AnswerTextKey {
+    enum class Field : std::uint8_t {
+        content,            // chat delta.content; messages delta.text; responses output_text
+        reasoning,          // chat delta.reasoning_content / delta.reasoning; messages delta.thinking;
+                            // responses reasoning_text
+        reasoning_summary,  // responses reasoning_summary_text
+        refusal,            // chat delta.refusal; responses refusal
+        arguments,          // chat tool_calls[].function.arguments (sub = tool call index) and
+                            // function_call.arguments; messages delta.partial_json; responses
+                            // function_call_arguments
+        text,               // completions choice text
+        other_delta,        // any other responses `response.*.delta` with a string delta
+    };
+    std::int64_t index = 0;  // chat/completions choice `index` (else its position);
+                             // messages `index`; responses `output_index`
+    std::int64_t sub = 0;    // tool call index; responses content_index / summary_index
+    Field field = Field::content;
+
+    friend bool operator==(const AnswerTextKey&, const AnswerTextKey&) = default;
+};
+
+struct AnswerFragment {
+    AnswerTextKey key;
+    std::string_view text;  // decoded (JSON escapes resolved)
+};
+
+// simdjson On-Demand helper: the answer-text strings of one data line, by
+// endpoint (chat: choices[].delta.{content, reasoning_content, reasoning,
+// refusal, tool_calls[].function.arguments, function_call.arguments};
+// completions: choices[].text; responses: `delta` of a `response.*.delta`
+// event; messages: `content_block_delta`'s delta.{text, partial_json,
+// thinking}). Non-string and empty values are skipped; a line that is not
+// JSON, or another endpoint, gives nothing (section 7's unparseable_event is
+// the Inspector's). Views valid until the next extract(). One thread.
+class AnswerTextExtractor {
+public:
+    AnswerTextExtractor();
+    ~AnswerTextExtractor();
+    AnswerTextExtractor(AnswerTextExtractor&&) noexcept;
+    AnswerTextExtractor& operator=(AnswerTextExtractor&&) noexcept;
+
+    // `readable_end` as for Inspector::inspect: with simdjson's padding
+    // readable after the line it is parsed in place, else copied.
+    std::span<const AnswerFragment> extract(std::string_view data, policy::Endpoint endpoint,
+                                            const char* readable_end = nullptr);
+
+private:
+    struct Impl;  // simdjson stays out of this header
+    std::unique_ptr<Impl> impl_;
+};
+
+// Stream mode, one per attempt. Two channels (section 8: "scan the bytes and
+// each choice's concatenated answer text"):
+//  - the raw bytes, in order, as one Vectorscan stream: feed_bytes() takes
+//    any split (events, reads), so a secret split across them is found;
+//  - the decoded answer text of each AnswerTextKey, each its own Vectorscan
+//    stream, fed by feed_data_line(): a token split across events' JSON
+//    strings ("sk-proj-AAAA" then "BBBB...") is found although the raw
+//    bytes never hold it contiguously.
+// A match is reported by the call that completes the secret, so the relay can
+// withhold that event. The first match is final: later calls return it
+// without scanning. At most 256 answer texts are tracked separately; beyond
+// that, new keys share the last one.
+class StreamScan {
+public:
+    explicit StreamScan(const CredentialScanner& scanner);
+    ~StreamScan();
+    StreamScan(StreamScan&&) noexcept;
+    StreamScan& operator=(StreamScan&&) noexcept;
+
+    CredentialVerdict feed_bytes(std::string_view raw);
+    CredentialVerdict feed_data_line(std::string_view data, policy::Endpoint endpoint,
+                                     const char* readable_end = nullptr);
+    // Both channels for one event of sse::Reader: its raw bytes, then each
+    // of its data lines.
+    CredentialVerdict feed_event(const Event& event, policy::Endpoint endpoint);
+    // The stream ended: patterns anchored at the end (`$` in a secret
+    // pattern) get their last chance. Further feeds are ignored.
+    CredentialVerdict finish();
+
+    CredentialVerdict verdict() const { return verdict_; }
+    std::string_view matched_rule() const { return matched_rule_; }
+
+    // A fresh attempt, keeping the Vectorscan streams for reuse.
+    void reset();
+
+private:
+    struct Channel {
+        AnswerTextKey key;
+        hs_stream* stream = nullptr;
+    };
+
+    CredentialVerdict scan(hs_stream* stream, std::string_view bytes);
+    hs_stream* channel(const AnswerTextKey& key);
+    void close_all();
+
+    std::shared_ptr<const detail::CompiledSecrets> compiled_;
+    hs_scratch* scratch_ = nullptr;
+    hs_stream* raw_ = nullptr;
+    std::vector<Channel> channels_;  // [0, used_) belong to this attempt
+    std::size_t used_ = 0;
+    bool finished_ = false;
+    CredentialVerdict verdict_ = CredentialVerdict::clean;
+    std::string_view matched_rule_;
+    AnswerTextExtractor extractor_;
+};
+
+}  // namespace modelproxy::sse

@@ -1,0 +1,204 @@
+// HTTPS upstreams through the real binary (SPEC sections 3, 4 and 5): the
+// route's tls.ca_file is the trust root, SNI and the host name are checked,
+// verification failures are terminal network failures (one attempt, no HTTP
+// request sent), and a client certificate is presented when configured.
+#include "support/fake_provider.hpp"
+
+#include "support/http_client.hpp"
+#include "support/json_record.hpp"
+#include "support/proxy_process.hpp"
+#include "support/test_ca.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+using namespace modelproxy::test;
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr auto bound = 5s;  // generous bound for things that should take milliseconds
+
+std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml) {
+    ProxyProcess::Options options;
+    options.config_yaml = yaml;
+    auto proxy = std::make_unique<ProxyProcess>(options);
+    proxy->start();
+    return proxy;
+}
+
+// One route to `upstream` whose `tls` map is `tls` (YAML flow map) plus
+// `extra` route keys, each line indented by four spaces.
+std::string tls_route(const std::string& upstream, const std::string& tls, std::string_view extra = "") {
+    std::string yaml = "routes:\n  - name: secure\n    upstream: " + upstream +
+                       "\n    models: [gpt-4o-mini]\n    tls: " + tls + "\n";
+    yaml += extra;
+    return yaml;
+}
+
+std::string ca_only(const std::filesystem::path& ca_file) { return "{ca_file: \"" + ca_file.string() + "\"}"; }
+
+FakeProvider tls_fake(const CertFiles& server, const std::filesystem::path& client_ca = {}) {
+    return FakeProvider(FakeProvider::Options{
+        .tls = FakeProvider::Tls{.cert_file = server.cert, .key_file = server.key, .client_ca_file = client_ca}});
+}
+
+const std::string chat_request = R"({"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]})";
+const std::string chat_answer =
+    R"({"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]})";
+
+// The "error" object of a section 9 envelope.
+boost::json::object envelope_error(const Response& r) {
+    CAPTURE(r.body);
+    boost::json::error_code ec;
+    const boost::json::value doc = boost::json::parse(r.body, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(doc.is_object());
+    REQUIRE(doc.as_object().contains("error"));
+    REQUIRE(doc.at("error").is_object());
+    return doc.at("error").as_object();
+}
+
+// A refused verification: 502 network envelope after exactly one attempt
+// (the default route allows 8), and no HTTP request reached the upstream.
+void check_verification_refused(const FakeProvider& fake, const ProxyProcess& proxy, const Response& r) {
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 502);
+    const auto error = envelope_error(r);
+    CHECK(error.at("class") == "network");
+    CHECK(error.at("attempts") == 1);
+    CHECK(error.at("decision") == "terminal");
+    CHECK(r.header("x-modelproxy-attempts") == "1");
+    CHECK(r.header("x-modelproxy-error-class") == "network");
+    CHECK(r.header("x-modelproxy-decision") == "terminal");
+    CHECK(fake.request_count() == 0);
+    CHECK(fake.connections_accepted() == 1);  // one attempt: one TCP connection
+    const auto turn = proxy.wait_for_record([](const JsonRecord& rec) { return rec.event() == "turn"; }, bound);
+    REQUIRE(turn);
+    CHECK(turn->integer("attempts") == 1);
+    CHECK(turn->str("class") == "network");
+}
+
+}  // namespace
+
+TEST_CASE("an https upstream verified against the route's CA answers, with SNI localhost", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = start_proxy(tls_route(fake.base_url("/v1"), ca_only(ca.cert_file())));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body == chat_answer);
+    CHECK(r.header("x-modelproxy-attempts") == "1");
+    REQUIRE(fake.wait_for_requests(1, bound));
+    const RequestRecord up = fake.requests()[0];
+    CHECK(up.tls_server_name == "localhost");
+    CHECK(up.header("host") == "localhost:" + std::to_string(fake.port()));
+    CHECK(up.target == "/v1/chat/completions");
+    CHECK(up.body == chat_request);
+}
+
+TEST_CASE("two turns to an https upstream reuse one TLS connection", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    fake.push(Script::json(200, chat_answer), 2);
+    ProxyProcess::Options options;
+    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()));
+    options.args = {"--workers", "1"};  // one worker: one pool
+    ProxyProcess proxy(options);
+    proxy.start();
+
+    CHECK(proxy.client().post_json("/v1/chat/completions", chat_request).status == 200);
+    CHECK(proxy.client().post_json("/v1/chat/completions", chat_request).status == 200);
+    REQUIRE(fake.wait_for_requests(2, bound));
+    CHECK(fake.requests()[0].connection_id == fake.requests()[1].connection_id);
+    CHECK(fake.connections_accepted() == 1);
+}
+
+TEST_CASE("an https upstream given by IP is verified against the certificate's IP address", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());  // SANs localhost and IP 127.0.0.1
+    fake.push(Script::json(200, chat_answer));
+    const std::string upstream = "https://127.0.0.1:" + std::to_string(fake.port()) + "/v1";
+    auto proxy = start_proxy(tls_route(upstream, ca_only(ca.cert_file())));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    REQUIRE(fake.wait_for_requests(1, bound));
+    CHECK(fake.requests()[0].tls_server_name.empty());  // RFC 6066: no SNI for an IP literal
+}
+
+TEST_CASE("a certificate from an unrelated CA is a terminal 502 network failure after one attempt", "[tls]") {
+    TestCa ca;
+    TestCa unrelated("unrelated test CA");
+    FakeProvider fake = tls_fake(ca.issue_server());
+    fake.set_default(Script::json(200, chat_answer));
+    auto proxy = start_proxy(tls_route(fake.base_url("/v1"), ca_only(unrelated.cert_file())));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    check_verification_refused(fake, *proxy, r);
+}
+
+TEST_CASE("a certificate for another host name is a terminal 502 after one attempt", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server({"DNS:other.example"}));
+    fake.set_default(Script::json(200, chat_answer));
+    auto proxy = start_proxy(tls_route(fake.base_url("/v1"), ca_only(ca.cert_file())));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    check_verification_refused(fake, *proxy, r);
+}
+
+TEST_CASE("an expired upstream certificate is a terminal 502 after one attempt", "[tls]") {
+    TestCa ca;
+    TestCa::Leaf leaf;
+    leaf.expired = true;
+    FakeProvider fake = tls_fake(ca.issue(leaf));
+    fake.set_default(Script::json(200, chat_answer));
+    auto proxy = start_proxy(tls_route(fake.base_url("/v1"), ca_only(ca.cert_file())));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    check_verification_refused(fake, *proxy, r);
+}
+
+TEST_CASE("the route's client certificate is presented when the upstream requires one", "[tls]") {
+    TestCa ca;
+    const CertFiles client_cert = ca.issue_client("modelproxy-client");
+    FakeProvider fake = tls_fake(ca.issue_server(), ca.cert_file());
+    fake.push(Script::json(200, chat_answer));
+    const std::string tls = "{ca_file: \"" + ca.cert_file().string() + "\", cert_file: \"" +
+                            client_cert.cert.string() + "\", key_file: \"" + client_cert.key.string() + "\"}";
+    auto proxy = start_proxy(tls_route(fake.base_url("/v1"), tls));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body == chat_answer);
+    REQUIRE(fake.wait_for_requests(1, bound));
+    CHECK_THAT(fake.requests()[0].client_cert_subject, Contains("CN=modelproxy-client"));
+}
+
+TEST_CASE("without a client certificate an upstream that requires one gets no request", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server(), ca.cert_file());
+    fake.set_default(Script::json(200, chat_answer));
+    auto proxy = start_proxy(
+        tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n"));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 502);
+    CHECK(envelope_error(r).at("class") == "network");
+    CHECK(fake.request_count() == 0);
+}

@@ -1,0 +1,354 @@
+#include "sse/credentials.hpp"
+
+#include "sse/reader.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+using modelproxy::policy::Endpoint;
+using modelproxy::sse::AnswerTextExtractor;
+using modelproxy::sse::AnswerTextKey;
+using modelproxy::sse::CredentialScanner;
+using modelproxy::sse::CredentialVerdict;
+using modelproxy::sse::StreamScan;
+
+namespace {
+
+using Strings = std::vector<std::string>;
+
+CredentialScanner make(const Strings& keys = {}, const Strings& patterns = {}, bool defaults = true) {
+    auto built = CredentialScanner::build(keys, patterns, defaults);
+    if (auto* error = std::get_if<std::string>(&built)) FAIL(*error);
+    return std::move(std::get<CredentialScanner>(built));
+}
+
+const CredentialScanner& defaults() {
+    static const CredentialScanner scanner = make();
+    return scanner;
+}
+
+// The body whole in block mode, and as a stream whole, byte by byte and at
+// random split points: all must agree (fragmentation invariance).
+bool found(const CredentialScanner& scanner, const std::string& body) {
+    const bool block = scanner.contains_secret(body);
+    std::mt19937 random(7);
+    for (int split = 0; split < 4; ++split) {
+        StreamScan scan = scanner.stream_scan();
+        std::size_t at = 0;
+        while (at < body.size()) {
+            std::size_t n = body.size() - at;
+            if (split == 1) n = 1;
+            if (split >= 2) n = std::min<std::size_t>(n, 1 + random() % 17);
+            scan.feed_bytes(std::string_view(body).substr(at, n));
+            at += n;
+        }
+        const bool streamed = scan.finish() == CredentialVerdict::credential_in_response;
+        CAPTURE(split);
+        CHECK(streamed == block);
+    }
+    return block;
+}
+
+const std::string chars40 = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";  // 40 of [A-Za-z0-9]
+const std::string sk = "sk-proj-" + chars40 + "_-xy";
+const std::string sk_plain = "sk-" + chars40;
+const std::string sk_svc = "sk-svcacct-" + chars40;
+const std::string sk_admin = "sk-admin-" + chars40;
+const std::string akia = "AKIAZ7Q2LMNOPQRSTUVW";
+const std::string pem = "-----BEGIN RSA PRIVATE KEY-----";
+const std::string pem_plain = "-----BEGIN PRIVATE KEY-----";
+const std::string pem_ssh = "-----BEGIN OPENSSH PRIVATE KEY-----";
+const std::string ghp = "ghp_" + chars40.substr(0, 36);
+const std::string nvapi = "nvapi-" + chars40 + "-_";
+
+// One SSE chat chunk whose content is `text` (already JSON-escaped).
+std::string chunk(std::string_view text, int index = 0, std::string_view field = "content") {
+    return R"({"id":"c","model":"gpt-4o","choices":[{"index":)" + std::to_string(index) + R"(,"delta":{")" +
+           std::string(field) + R"(":")" + std::string(text) + R"("}}]})";
+}
+
+// Feeds events as the relay does (raw bytes, then the data line); the index
+// of the first event that refused, or -1.
+int refused_at(StreamScan& scan, const Strings& lines, Endpoint endpoint = Endpoint::chat_completions) {
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        scan.feed_bytes("data: " + lines[i] + "\n\n");
+        if (scan.feed_data_line(lines[i], endpoint) == CredentialVerdict::credential_in_response)
+            return static_cast<int>(i);
+    }
+    return scan.finish() == CredentialVerdict::credential_in_response ? static_cast<int>(lines.size()) : -1;
+}
+
+int refused_at(const CredentialScanner& scanner, const Strings& lines, Endpoint endpoint = Endpoint::chat_completions) {
+    StreamScan scan = scanner.stream_scan();
+    return refused_at(scan, lines, endpoint);
+}
+
+}  // namespace
+
+TEST_CASE("credentials: each default shape, raw and in JSON", "[credentials]") {
+    auto [name, secret] = GENERATE_REF(table<std::string, std::string>({
+        {"sk-proj-", sk},
+        {"sk-", sk_plain},
+        {"sk-svcacct-", sk_svc},
+        {"sk-admin-", sk_admin},
+        {"AKIA", akia},
+        {"RSA private key", pem},
+        {"private key", pem_plain},
+        {"OpenSSH private key", pem_ssh},
+        {"ghp_", ghp},
+        {"nvapi-", nvapi},
+    }));
+    auto [context, prefix, suffix] = GENERATE(table<std::string, std::string, std::string>({
+        {"the whole body", "", ""},
+        {"a JSON string", R"({"choices":[{"message":{"content":")", R"("}}]})"},
+        {"after a space", "your key is ", " ok"},
+        {"after a colon", "key:", ""},
+        {"after a JSON \\n escape", R"({"content":"line one\n)", R"("})"},
+        {"after a JSON \\u escape", R"({"content":"\u00a0)", R"("})"},
+        {"inside SSE", "data: {\"choices\":[{\"delta\":{\"content\":\"", "\"}}]}\n\n"},
+    }));
+    CAPTURE(name, context);
+    CHECK(found(defaults(), prefix + secret + suffix));
+}
+
+TEST_CASE("credentials: whole tokens only", "[credentials]") {
+    auto [name, secret] = GENERATE_REF(table<std::string, std::string>({
+        {"sk-proj-", sk},
+        {"AKIA", akia},
+        {"private key", pem},
+        {"ghp_", ghp},
+        {"nvapi-", nvapi},
+    }));
+    auto [before, expected] = GENERATE(table<std::string, bool>({
+        {"x", false},
+        {"Z", false},
+        {"7", false},
+        {"_", false},
+        {"-", false},
+        {"\"", true},
+        {" ", true},
+        {":", true},
+        {"=", true},
+        {"\n", true},
+        {"/", true},
+    }));
+    CAPTURE(name, before);
+    CHECK(found(defaults(), "text " + before + secret + " more") == expected);
+}
+
+TEST_CASE("credentials: prose that must pass", "[credentials]") {
+    auto [name, body] = GENERATE_REF(table<std::string, std::string>({
+        {"risk-free-", "a risk-free-" + chars40 + " plan"},
+        {"talk about the prefix", "your key starts with sk- and is long"},
+        {"sk- and 10 chars", "sk-0123456789 is too short"},
+        {"sk- and 39 chars", "sk-" + chars40.substr(0, 39)},
+        {"inside a longer word", "mask-proj-" + chars40},
+        {"documentation AWS key", "AKIAIOSFODNN7EXAMPLE"},
+        {"documentation AWS key in JSON", R"({"content":"use AKIAIOSFODNN7EXAMPLE here"})"},
+        {"AKIA and 15", "AKIAIOSFODNN7EXAM"},
+        {"lowercase AKIA body", "AKIAiosfodnn7example"},
+        {"public key", "-----BEGIN PUBLIC KEY-----"},
+        {"ghp_ and 35", "ghp_" + chars40.substr(0, 35)},
+        {"nvapi- and 39", "nvapi-" + chars40.substr(0, 39)},
+        {"a JSON \\\\ then n", R"({"content":"x\\\\nope"})"},
+    }));
+    CAPTURE(name);
+    CHECK_FALSE(found(defaults(), body));
+}
+
+TEST_CASE("credentials: the AKIA...EXAMPLE exclusion is exact", "[credentials]") {
+    auto [key, expected] = GENERATE(table<std::string, bool>({
+        {"AKIAIOSFODNN7EXAMPLE", false},
+        {"AKIA123456789EXAMPLE", false},
+        {"AKIA1234567890EXAMPLE", true},  // the 16 after AKIA are 1234567890EXAMPL
+        {"AKIAIOSFODNN7EXAMPLF", true},
+        {"AKIAIOSFODNN7FXAMPLE", true},
+        {"AKIAIOSFODNN7EXAMPLA", true},
+        {"AKIAIOSFODNN7XXAMPLE", true},
+        {"AKIAEXAMPLEEXAMPLEXX", true},
+        {"AKIAEXAMPLEEXAMPLEX", false},  // 15 after AKIA: too short
+    }));
+    CAPTURE(key);
+    CHECK(found(defaults(), " " + key + " ") == expected);
+}
+
+TEST_CASE("credentials: configured keys raw and JSON-escaped", "[credentials]") {
+    const std::string key = R"(k3y/with"quote\and/slash)";
+    const CredentialScanner scanner = make({key}, {}, false);
+    auto [form, body, expected] = GENERATE_REF(table<std::string, std::string, bool>({
+        {"raw", "leak " + key + " here", true},
+        {"raw, inside a word", "xx" + key + "yy", true},  // a configured key needs no token edge
+        {"JSON, / as is", R"({"k":"k3y/with\"quote\\and/slash"})", true},
+        {"JSON, / escaped", R"({"k":"k3y\/with\"quote\\and\/slash"})", true},
+        {"a prefix only", R"({"k":"k3y/with\"quote"})", false},
+        {"another key", "k3y/with'quote", false},
+    }));
+    CAPTURE(form);
+    CHECK(found(scanner, body) == expected);
+}
+
+TEST_CASE("credentials: default_patterns false keeps only keys and secret_patterns", "[credentials]") {
+    const CredentialScanner scanner = make({"my-upstream-key-123"}, {"corp-[0-9]{8}"}, false);
+    CHECK_FALSE(found(scanner, sk));
+    CHECK(found(scanner, "x my-upstream-key-123 x"));
+    CHECK(found(scanner, "id corp-12345678"));
+    const CredentialScanner nothing = make({""}, {}, false);
+    CHECK(nothing.empty());
+    CHECK_FALSE(found(nothing, sk));
+}
+
+TEST_CASE("credentials: a bad secret pattern is named", "[credentials]") {
+    auto built = CredentialScanner::build({}, Strings{"corp-[0-9]{8}", "(unclosed", "a*", "[z-a]"}, true);
+    const auto* error = std::get_if<std::string>(&built);
+    REQUIRE(error);
+    CHECK_THAT(*error, Catch::Contains("boundary.secret_patterns[1]: invalid regular expression"));
+    CHECK_THAT(*error, Catch::Contains("boundary.secret_patterns[2]: matches the empty string"));
+    CHECK_THAT(*error, Catch::Contains("boundary.secret_patterns[3]: invalid regular expression"));
+    CHECK_THAT(*error, !Catch::Contains("boundary.secret_patterns[0]"));
+    CHECK(std::count(error->begin(), error->end(), '\n') == 2);  // one line per problem
+}
+
+TEST_CASE("credentials: the rule is reported, never the bytes", "[credentials]") {
+    auto body = defaults().body_scan();
+    REQUIRE(body.contains_secret("x " + ghp));
+    CHECK(body.matched_rule() == "default GitHub token");
+    CHECK_FALSE(body.contains_secret("nothing"));
+    CHECK(body.matched_rule().empty());
+    const CredentialScanner keyed = make({"abc-secret-key"}, {"corp-[0-9]{8}"}, true);
+    auto scan = keyed.body_scan();
+    REQUIRE(scan.contains_secret("abc-secret-key"));
+    CHECK(scan.matched_rule() == "upstream key 0");
+    REQUIRE(scan.contains_secret("corp-12345678"));
+    CHECK(scan.matched_rule() == "boundary.secret_patterns[0]");
+}
+
+// ---- streams ---------------------------------------------------------------------
+
+TEST_CASE("credentials: a key split across two events' raw bytes", "[credentials]") {
+    const CredentialScanner scanner = make({"upstream-KEY-0123456789"}, {}, false);
+    StreamScan scan = scanner.stream_scan();
+    CHECK(scan.feed_bytes("data: {\"x\":\"upstream-KEY-01") == CredentialVerdict::clean);
+    CHECK(scan.feed_bytes("23456789\"}\n\n") == CredentialVerdict::credential_in_response);
+    CHECK(scan.matched_rule() == "upstream key 0");
+    CHECK(scan.feed_bytes("more") == CredentialVerdict::credential_in_response);  // final
+}
+
+TEST_CASE("credentials: a secret split across answer-text fragments", "[credentials]") {
+    const std::string tail = "BBBB" + chars40;
+    auto [name, lines, endpoint, at] = GENERATE_REF(table<std::string, Strings, Endpoint, int>({
+        {"chat content", {chunk("sk-proj-AAAA"), chunk(tail)}, Endpoint::chat_completions, 1},
+        {"chat content in three", {chunk("sk-"), chunk("proj-AAAA"), chunk(tail)}, Endpoint::chat_completions, 2},
+        {"chat content with an escape", {chunk("sk-\\u0070roj-AAAA"), chunk(tail)}, Endpoint::chat_completions, 1},
+        {"chat: the text starts after a newline", {chunk("see:\\nsk-pr"), chunk("oj-" + tail)},
+         Endpoint::chat_completions, 1},
+        {"chat: reasoning does not join content",
+         {chunk("abc", 0, "reasoning_content"), chunk("sk-proj-AAAA"), chunk(tail)}, Endpoint::chat_completions, 2},
+        {"chat: two choices interleaved", {chunk("sk-proj-AAAA", 0), chunk("hello", 1), chunk(tail, 0)},
+         Endpoint::chat_completions, 2},
+        {"chat: second choice", {chunk("sk-proj-AAAA", 1), chunk("x", 0), chunk(tail, 1)},
+         Endpoint::chat_completions, 2},
+        {"chat refusal", {chunk("sk-proj-AAAA", 0, "refusal"), chunk(tail, 0, "refusal")},
+         Endpoint::chat_completions, 1},
+        {"chat tool call arguments",
+         {R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"k\":\"sk-proj-AA"}}]}}]})",
+          R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":")" + tail + R"("}}]}}]})"},
+         Endpoint::chat_completions, 1},
+        {"completions text",
+         {R"({"choices":[{"text":"sk-proj-AAAA","index":0}]})", R"({"choices":[{"text":")" + tail + R"(","index":0}]})"},
+         Endpoint::completions, 1},
+        {"responses delta",
+         {R"({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"sk-proj-AAAA"})",
+          R"({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":")" + tail + R"("})"},
+         Endpoint::responses, 1},
+        {"messages text",
+         {R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"sk-proj-AAAA"}})",
+          R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")" + tail + R"("}})"},
+         Endpoint::messages, 1},
+        {"messages partial_json",
+         {R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"k\": \"sk-proj-AA"}})",
+          R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":")" + tail + R"("}})"},
+         Endpoint::messages, 1},
+        {"nothing split", {chunk("Hello"), chunk(" world")}, Endpoint::chat_completions, -1},
+        {"a word then the tail", {chunk("risk-proj-AAAA"), chunk(tail)}, Endpoint::chat_completions, -1},
+        {"joined to the text before it", {chunk("hi"), chunk("sk-proj-AAAA"), chunk(tail)}, Endpoint::chat_completions,
+         -1},  // the client reads "hisk-proj-...": inside a longer word
+        {"different choices never join", {chunk("sk-proj-AAAA", 0), chunk(tail, 1)}, Endpoint::chat_completions, -1},
+    }));
+    CAPTURE(name);
+    CHECK(refused_at(make(), lines, endpoint) == at);
+}
+
+TEST_CASE("credentials: the raw bytes of the split case never hold the secret", "[credentials]") {
+    // Proves the answer-text channel is what finds it.
+    const std::string a = chunk("sk-proj-AAAA");
+    const std::string b = chunk("BBBB" + chars40);
+    StreamScan scan = defaults().stream_scan();
+    CHECK(scan.feed_bytes("data: " + a + "\n\ndata: " + b + "\n\n") == CredentialVerdict::clean);
+    CHECK_FALSE(defaults().contains_secret("data: " + a + "\n\ndata: " + b + "\n\n"));
+}
+
+TEST_CASE("credentials: events from sse::Reader, any read size", "[credentials]") {
+    const std::string body = "data: " + chunk("hi ") + "\n\n" + ": keep-alive\n\n" + "data: " + chunk("sk-proj-AAAA") +
+                             "\r\n\r\n" + "data: " + chunk("BBBB" + chars40) + "\n\n" + "data: [DONE]\n\n";
+    for (std::size_t read : {body.size(), std::size_t{1}, std::size_t{7}}) {
+        CAPTURE(read);
+        modelproxy::sse::Reader reader;
+        StreamScan scan = defaults().stream_scan();
+        int event = 0, refused = -1;
+        for (std::size_t at = 0; at < body.size(); at += read) {
+            reader.feed(std::string_view(body).substr(at, read));
+            while (const auto* e = reader.next()) {
+                if (scan.feed_event(*e, Endpoint::chat_completions) != CredentialVerdict::clean && refused < 0)
+                    refused = event;
+                ++event;
+            }
+        }
+        CHECK(refused == 3);  // the comment is event 1
+    }
+}
+
+TEST_CASE("credentials: reset starts a fresh attempt", "[credentials]") {
+    StreamScan scan = defaults().stream_scan();
+    CHECK(refused_at(scan, {chunk("sk-proj-AAAA"), chunk("BBBB" + chars40)}) == 1);
+    scan.reset();
+    CHECK(scan.verdict() == CredentialVerdict::clean);
+    CHECK(refused_at(scan, {chunk("BBBB" + chars40)}) == -1);  // no memory of the last attempt
+    scan.reset();
+    CHECK(refused_at(scan, {chunk("x " + ghp)}) == 0);
+}
+
+TEST_CASE("credentials: a secret pattern anchored at the end of the stream", "[credentials]") {
+    const CredentialScanner scanner = make({}, {"TRAILER-[0-9]{4}$"}, false);
+    StreamScan scan = scanner.stream_scan();
+    CHECK(scan.feed_bytes("x TRAILER-12") == CredentialVerdict::clean);
+    CHECK(scan.feed_bytes("34") == CredentialVerdict::clean);
+    CHECK(scan.finish() == CredentialVerdict::credential_in_response);
+}
+
+TEST_CASE("answer text extractor", "[credentials]") {
+    using F = AnswerTextKey::Field;
+    AnswerTextExtractor extractor;
+    auto one = [&](std::string_view line, Endpoint endpoint) {
+        const auto got = extractor.extract(line, endpoint);
+        REQUIRE(got.size() == 1);
+        return got[0];
+    };
+    const auto a = one(R"({"choices":[{"delta":{"content":"a\"b\u00e9"},"index":3}]})", Endpoint::chat_completions);
+    CHECK(a.text == "a\"b\xc3\xa9");
+    CHECK(a.key == AnswerTextKey{3, 0, F::content});  // index after delta
+    const auto t = one(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{}"},"index":2}]}}]})",
+                       Endpoint::chat_completions);
+    CHECK(t.key == AnswerTextKey{0, 2, F::arguments});
+    const auto r = one(R"({"delta":"x","type":"response.reasoning_summary_text.delta","output_index":1,"summary_index":2})",
+                       Endpoint::responses);
+    CHECK(r.key == AnswerTextKey{1, 2, F::reasoning_summary});
+    CHECK(extractor.extract(R"({"type":"content_block_start","index":0,"delta":{"text":"x"}})", Endpoint::messages).empty());
+    CHECK(extractor.extract(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})", Endpoint::chat_completions).empty());
+    CHECK(extractor.extract("[DONE]", Endpoint::chat_completions).empty());
+    CHECK(extractor.extract("{not json", Endpoint::chat_completions).empty());
+    CHECK(extractor.extract(R"({"data":[{"embedding":"sk-"}]})", Endpoint::embeddings).empty());
+}
