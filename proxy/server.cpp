@@ -106,6 +106,15 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
         runtime->pool_keys.push_back(route.upstream_url + "|" + route.tls.ca_file + "|" + route.tls.cert_file +
                                      "|" + std::to_string(reinterpret_cast<std::uintptr_t>(runtime.get())));
     }
+    std::vector<std::string> keys;
+    for (const auto& route : cfg.routes)
+        if (route.api_key && !route.api_key->empty()) keys.push_back(*route.api_key);
+    auto scanner = sse::CredentialScanner::build(keys, cfg.boundary.secret_patterns, cfg.boundary.default_patterns);
+    if (auto* error = std::get_if<std::string>(&scanner)) {
+        problems.push_back(*error);
+    } else {
+        runtime->secrets.emplace(std::get<sse::CredentialScanner>(std::move(scanner)));
+    }
     if (!problems.empty()) return problems;
     runtime->config = std::move(cfg);
     return std::shared_ptr<const Runtime>(std::move(runtime));

@@ -6,6 +6,7 @@
 
 #include "config/config.hpp"
 #include "proxy/records.hpp"
+#include "sse/credentials.hpp"
 #include "sse/inspect.hpp"
 #include "transport/upstream.hpp"
 
@@ -32,6 +33,9 @@ struct Runtime {
     config::Config config;
     std::vector<transport::TlsContext> tls;   // per route, index as config.routes (null context for http)
     std::vector<std::string> pool_keys;       // per route: which pool its connections go to
+    // SPEC section 8's credential scan: every configured upstream key and the
+    // secret shapes, compiled once per generation, shared by all workers.
+    std::optional<sse::CredentialScanner> secrets;
 
     // Builds TLS contexts; returns the problems (one line each) on failure.
     static std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> build(config::Config config);

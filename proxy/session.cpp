@@ -286,6 +286,10 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
     plan.head_request = is_head;
     plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
     if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
+    if (plan.endpoint != policy::Endpoint::other && route.dialect != config::Dialect::generic) {
+        plan.identity = forward.model ? sse::IdentityRule::from_accept(forward.model->accept)
+                                      : sse::IdentityRule::wildcard_for(forward.client_model);
+    }
     plan.request_id = request_id;
     plan.keep_alive = keep_alive;
     plan.started = Clock::now();

@@ -126,6 +126,9 @@ private:
     asio::awaitable<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
     asio::awaitable<bool> write_chunk(std::string_view data);
     Failed transport_failure(Fault fault);
+    std::optional<Failed> check_body(transport::Exchange& ex, const std::string& body);
+    static Failed refusal(std::string_view rule, std::string_view code, std::string_view message,
+                          policy::ErrorClass cls);
     asio::awaitable<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     asio::awaitable<bool> answer_success(Attempt& a, const std::string& body);
     asio::awaitable<bool> digest_mismatch();
@@ -384,6 +387,10 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
     std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
     const auto stream_started = Clock::now();
+    std::optional<sse::StreamIdentity> identity;
+    if (rules && plan_.identity) identity.emplace(*plan_.identity);
+    std::optional<sse::StreamScan> secrets;
+    if (plan_.runtime->secrets) secrets.emplace(plan_.runtime->secrets->stream_scan());
 
     // Ends the client stream after publication: the closing error event
     // (or nothing more when the upstream's own error event was forwarded).
@@ -398,6 +405,14 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         record_turn("terminal", 200, &c, code, "");
         const bool ok = co_await write("0\r\n\r\n");
         co_return StreamEnd{true, ok && keep_alive()};
+    };
+
+    // A section 8 refusal inside the stream, already in `failed`: before
+    // publication a 502 with its code; after it, the refused event is not
+    // forwarded and the stream ends with the closing error event.
+    auto refuse_in_stream = [&]() -> asio::awaitable<StreamEnd> {
+        if (answering) co_return co_await close_published(failed.classification, failed.code, false);
+        co_return StreamEnd{};
     };
 
     for (;;) {
@@ -425,12 +440,36 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         if (done || fault != Fault::none) reader.finish();
 
         while (const sse::Event* event = reader.next()) {
-            if (saw_done) continue;  // read (for identity later), never forwarded
             if (!event->terminated && event->data.empty()) continue;
+            if (secrets &&
+                secrets->feed_event(*event, plan_.endpoint) == sse::CredentialVerdict::credential_in_response) {
+                failed = refusal("credential", "credential_in_response",
+                                 "the upstream stream carried credential material", policy::ErrorClass::credential);
+                co_return co_await refuse_in_stream();
+            }
+            if (saw_done) {
+                // Read for section 8 (identity), never forwarded.
+                bool foreign = false;
+                for (std::size_t i = 0; identity && i < event->data.size(); ++i)
+                    foreign = foreign || sse::refused(identity->on_line(inspector.inspect(*event, i, plan_.endpoint)));
+                if (foreign) {
+                    failed = refusal("model-identity", "model_identity_mismatch",
+                                     "the upstream stream carried a model this route does not accept after [DONE]",
+                                     policy::ErrorClass::identity);
+                    co_return co_await refuse_in_stream();
+                }
+                continue;
+            }
             bool answer = false, event_error = false, done_here = false;
             policy::ProviderError declared;
             for (std::size_t i = 0; i < event->data.size(); ++i) {
                 const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                if (identity && sse::refused(identity->on_line(info))) {
+                    failed = refusal("model-identity", "model_identity_mismatch",
+                                     "the upstream stream carried a model this route does not accept",
+                                     policy::ErrorClass::identity);
+                    co_return co_await refuse_in_stream();
+                }
                 if (info.kind == sse::DataKind::done) {
                     done_here = true;
                     continue;
@@ -503,6 +542,16 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         if (!done) continue;
 
         // The upstream stream ended cleanly.
+        if (identity && sse::refused(identity->finish())) {
+            failed = refusal("model-identity", "model_identity_mismatch",
+                             "the upstream stream never named an accepted model", policy::ErrorClass::identity);
+            co_return co_await refuse_in_stream();
+        }
+        if (secrets && secrets->finish() == sse::CredentialVerdict::credential_in_response) {
+            failed = refusal("credential", "credential_in_response", "the upstream stream carried credential material",
+                             policy::ErrorClass::credential);
+            co_return co_await refuse_in_stream();
+        }
         const bool complete = !rules || saw_done || saw_end ||
                               (saw_finish && (plan_.endpoint == policy::Endpoint::chat_completions ||
                                               plan_.endpoint == policy::Endpoint::completions));
@@ -605,7 +654,11 @@ asio::awaitable<bool> TurnRun::run() {
                     failed.message = "the client asked for a stream and the upstream answered 200 without one";
                     failed.refusal = true;
                 } else if (status >= 200 && status < 300) {
-                    co_return co_await answer_success(a, body);
+                    if (auto refusal = check_body(ex, body)) {
+                        failed = std::move(*refusal);
+                    } else {
+                        co_return co_await answer_success(a, body);
+                    }
                 } else {
                     auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
                     failed.classification = policy::classify_http(status, error, plan_.endpoint);
@@ -691,6 +744,35 @@ TurnRun::Failed TurnRun::transport_failure(Fault fault) {
             break;
     }
     return f;
+}
+
+TurnRun::Failed TurnRun::refusal(std::string_view rule, std::string_view code, std::string_view message,
+                                 policy::ErrorClass cls) {
+    Failed f;
+    f.classification = {cls, false, policy::TimeoutSource::none, rule};
+    f.code = std::string(code);
+    f.message = std::string(message);
+    f.refusal = true;
+    return f;
+}
+
+// SPEC section 8 on a whole 200 body, before any byte reaches the client:
+// model identity (on the endpoints that name one) and the credential scan
+// (text bodies).
+std::optional<TurnRun::Failed> TurnRun::check_body(transport::Exchange& ex, const std::string& body) {
+    if (plan_.identity) {
+        auto seen = worker_.inspector().body_identity(body, plan_.endpoint);
+        if (sse::refused(sse::check_body_identity(seen, *plan_.identity)))
+            return refusal("model-identity", "model_identity_mismatch",
+                           "the upstream answered with a model this route does not accept", policy::ErrorClass::identity);
+    }
+    const auto type = ex.head()[transport::http::field::content_type];
+    const bool text = type.empty() || type.find("json") != std::string_view::npos ||
+                      type.substr(0, 5) == "text/" || type.find("event-stream") != std::string_view::npos;
+    if (text && plan_.runtime->secrets && plan_.runtime->secrets->contains_secret(body))
+        return refusal("credential", "credential_in_response", "the upstream answer carried credential material",
+                       policy::ErrorClass::credential);
+    return std::nullopt;
 }
 
 asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {

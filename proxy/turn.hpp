@@ -9,12 +9,14 @@
 
 #include "policy/endpoint.hpp"
 #include "proxy/server.hpp"
+#include "sse/identity.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace modelproxy::proxy {
@@ -30,6 +32,9 @@ struct ForwardPlan {
     bool wants_stream = false;                // "stream": true in the JSON body
     bool head_request = false;                // HEAD: the answer has no body
     policy::Endpoint endpoint = policy::Endpoint::other;
+    // SPEC section 8: the identities accepted for this turn; nullopt where the
+    // endpoint or the route's dialect (generic) checks none.
+    std::optional<sse::IdentityRule> identity;
     std::string request_id;
     bool keep_alive = true;                   // the client allows keep-alive
     std::chrono::steady_clock::time_point started;
