@@ -1,0 +1,80 @@
+// SPEC section 7's head hold limit: a stream turn that has published nothing
+// after stream_head_hold_ms publishes its head and `: keep-alive` comments,
+// while events stay held so a replay is still invisible.
+#include "support/fake_provider.hpp"
+#include "support/http_client.hpp"
+#include "support/proxy_process.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace modelproxy::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto bound = 5s;
+
+std::string config(const FakeProvider& fake, std::string_view retry) {
+    return "routes:\n  - name: openai\n    upstream: " + fake.base_url("/v1") +
+           "\n    stream_head_hold_ms: 200\n    retry: " + std::string(retry) + "\n    models: [gpt-4o-mini]\n";
+}
+
+const std::string request = R"({"model":"gpt-4o-mini","stream":true,"messages":[]})";
+const std::string role = R"(data: {"id":"c1","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant"}}]})" "\n\n";
+const std::string text = R"(data: {"id":"c1","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"}}]})" "\n\n";
+const std::string done = "data: [DONE]\n\n";
+
+}  // namespace
+
+TEST_CASE("the head and a keep-alive comment go out at the hold limit, and a later replay stays invisible",
+          "[stream][hold]") {
+    FakeProvider fake;
+    // Attempt 1: nothing for 600 ms (past the 200 ms hold limit), then a 503.
+    fake.push(Script{}.sleep(600ms).then(Script::json(503, R"({"error":{"type":"server_error"}})")));
+    // Attempt 2: a good stream.
+    fake.push(Script::sse({role, text, done}));
+    ProxyProcess proxy({.config_yaml = config(fake, "{base_delay_ms: 10, max_delay_ms: 20, min_attempt_ms: 10}")});
+    proxy.start();
+    HttpClient client = proxy.client({.timeout = 10s});
+    REQUIRE_FALSE(client.send_request("POST", "/v1/chat/completions", {{"content-type", "application/json"}}, request));
+
+    // The head and the first comment arrive while attempt 1 is still waiting.
+    const Response head = client.read_head(bound);
+    REQUIRE(head.head_complete);
+    CHECK(head.status == 200);
+    CHECK(head.header("content-type") == "text/event-stream");
+    CHECK(head.header("x-modelproxy-attempts") == "1");
+    const RawRead comment = client.read_raw_until(": keep-alive", bound);
+    CHECK(comment.bytes.find(": keep-alive") != std::string::npos);
+    CHECK(fake.request_count() <= 1);  // published before the replay was even sent
+
+    // The rest: only the successful attempt's events, then a clean end.
+    const RawRead rest = client.read_raw_until("0\r\n\r\n", bound);
+    const std::string all = comment.bytes + rest.bytes;
+    CAPTURE(all);
+    CHECK(all.find(role) != std::string::npos);
+    CHECK(all.find(text) != std::string::npos);
+    CHECK(all.find(done) != std::string::npos);
+    CHECK(all.find("server_error") == std::string::npos);  // the failed attempt never shows
+    CHECK(fake.request_count() == 2);
+}
+
+TEST_CASE("a turn that fails after the hold limit ends its stream with the closing error event", "[stream][hold]") {
+    FakeProvider fake;
+    fake.set_default(Script{}.sleep(300ms).then(Script::json(503, R"({"error":{"type":"server_error"}})")));
+    ProxyProcess proxy({.config_yaml = config(fake, "{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20, min_attempt_ms: 10}")});
+    proxy.start();
+    HttpClient client = proxy.client({.timeout = 10s});
+    const Response r = client.post_json("/v1/chat/completions", request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);  // the head went out at the hold limit
+    CHECK(r.body.find(": keep-alive") != std::string::npos);
+    CHECK(r.body.find("[DONE]") == std::string::npos);
+    // One closing error event naming the last failure's class and status.
+    CHECK(r.body.find(R"("type":"server","code":503)") != std::string::npos);
+    CHECK(r.body.find(R"("decision":"exhausted")") != std::string::npos);
+    CHECK(fake.request_count() == 2);
+}
