@@ -6,6 +6,7 @@
 #include "proxy/digest.hpp"
 #include "proxy/local_answers.hpp"
 #include "proxy/response_head.hpp"
+#include "sse/end_rule.hpp"
 #include "sse/inspect.hpp"
 #include "sse/reader.hpp"
 
@@ -552,9 +553,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
                              policy::ErrorClass::credential);
             co_return co_await refuse_in_stream();
         }
-        const bool complete = !rules || saw_done || saw_end ||
-                              (saw_finish && (plan_.endpoint == policy::Endpoint::chat_completions ||
-                                              plan_.endpoint == policy::Endpoint::completions));
+        const bool complete = sse::stream_complete(plan_.endpoint, rules, {saw_done, saw_end, saw_finish});
         if (answering) {
             if (complete) {
                 record_attempt(200, nullptr, "", "ok", 0);
