@@ -201,7 +201,6 @@ struct Exchange::Impl {
     std::optional<Inflater> inflater;
     bool failed = false;
     bool no_body = false;
-    char buffer[16384];
 };
 
 Exchange::Exchange(Connection& connection) : impl_(std::make_unique<Impl>(connection)) {}
@@ -285,14 +284,15 @@ asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::
         co_return Fault::none;
     }
     auto& body = m.parser->get().body();
-    body.data = m.buffer;
-    body.size = sizeof m.buffer;
+    auto& buffer = m.connection.body_buffer();
+    body.data = buffer.data();
+    body.size = buffer.size();
     m.connection.tcp().expires_at(until);
     auto [ec, n] = co_await m.connection.visit([&](auto& stream) {
         return http::async_read_some(stream, m.connection.buffer(), *m.parser, use_tuple);
     });
     if (ec == http::error::need_buffer) ec = {};
-    const std::size_t got = sizeof m.buffer - body.size;
+    const std::size_t got = buffer.size() - body.size;
     if (ec) {
         m.failed = true;
         if (ec == beast::error::timeout) co_return on_timeout;
@@ -300,12 +300,12 @@ asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::
         co_return Fault::bad_response;
     }
     if (m.inflater) {
-        if (!m.inflater->feed(std::string_view(m.buffer, got), out)) {
+        if (!m.inflater->feed(std::string_view(buffer.data(), got), out)) {
             m.failed = true;
             co_return Fault::bad_response;
         }
     } else {
-        out.append(m.buffer, got);
+        out.append(buffer.data(), got);
     }
     done = m.parser->is_done();
     co_return Fault::none;

@@ -20,6 +20,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -80,6 +81,9 @@ public:
     decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream_); }
 
     beast::flat_buffer& buffer() { return buffer_; }
+    // Body bytes are read into this, once per connection rather than once
+    // per attempt (a pooled connection serves many).
+    std::array<char, 16384>& body_buffer() { return body_buffer_; }
     bool reused() const { return reused_; }
     void mark_reused() { reused_ = true; }
     Clock::time_point idle_since() const { return idle_since_; }
@@ -89,6 +93,7 @@ public:
 private:
     std::variant<Plain, Secure> stream_;
     beast::flat_buffer buffer_;
+    std::array<char, 16384> body_buffer_;
     bool reused_ = false;
     Clock::time_point idle_since_{};
     std::uint64_t id_;
