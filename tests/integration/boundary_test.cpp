@@ -5,6 +5,7 @@
 // (closing error event), and error-only streams, which skip identity.
 #include "support/fake_provider.hpp"
 
+#include "support/expect.hpp"
 #include "support/http_client.hpp"
 #include "support/json_record.hpp"
 #include "support/proxy_process.hpp"
@@ -80,18 +81,6 @@ std::string joined(const std::vector<std::string>& pieces) {
 
 std::optional<JsonRecord> turn_record(const ProxyProcess& proxy) {
     return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, bound);
-}
-
-// The "error" object of a section 9 envelope.
-boost::json::object envelope_error(const Response& r) {
-    CAPTURE(r.body);
-    boost::json::error_code ec;
-    const boost::json::value doc = boost::json::parse(r.body, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(doc.is_object());
-    REQUIRE(doc.as_object().contains("error"));
-    REQUIRE(doc.at("error").is_object());
-    return doc.at("error").as_object();
 }
 
 // The JSON of the last `data:` line of `body`.

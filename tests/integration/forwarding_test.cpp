@@ -5,6 +5,7 @@
 #include "support/fake_provider.hpp"
 
 #include "support/compress.hpp"
+#include "support/expect.hpp"
 #include "support/http_client.hpp"
 #include "support/json_record.hpp"
 #include "support/ports.hpp"
@@ -54,18 +55,6 @@ const std::string chat_request = R"({"model":"gpt-4o-mini","messages":[{"role":"
 std::string chat_answer(std::string_view model = "gpt-4o-mini") {
     return R"({"id":"chatcmpl-1","object":"chat.completion","model":")" + std::string(model) +
            R"(","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]})";
-}
-
-// The "error" object of a section 9 envelope.
-boost::json::object envelope_error(const Response& r) {
-    CAPTURE(r.body);
-    boost::json::error_code ec;
-    const boost::json::value doc = boost::json::parse(r.body, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(doc.is_object());
-    REQUIRE(doc.as_object().contains("error"));
-    REQUIRE(doc.at("error").is_object());
-    return doc.at("error").as_object();
 }
 
 // `text` cut at each offset (ascending, inside the text).

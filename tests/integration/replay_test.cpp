@@ -5,6 +5,7 @@
 // route uses tiny configured delays, never the defaults.
 #include "support/fake_provider.hpp"
 
+#include "support/expect.hpp"
 #include "support/http_client.hpp"
 #include "support/json_record.hpp"
 #include "support/ports.hpp"
@@ -64,18 +65,6 @@ std::string chat_answer() {
 
 const std::string server_error = R"({"error":{"message":"upstream overloaded","type":"server_error","code":null}})";
 const std::string rate_limited = R"({"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}})";
-
-// The "error" object of a section 9 envelope.
-boost::json::object envelope_error(const Response& r) {
-    CAPTURE(r.body);
-    boost::json::error_code ec;
-    const boost::json::value doc = boost::json::parse(r.body, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(doc.is_object());
-    REQUIRE(doc.as_object().contains("error"));
-    REQUIRE(doc.at("error").is_object());
-    return doc.at("error").as_object();
-}
 
 std::optional<JsonRecord> turn_record(const ProxyProcess& proxy, std::chrono::milliseconds timeout = bound) {
     return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, timeout);

@@ -4,6 +4,7 @@
 // request sent), and a client certificate is presented when configured.
 #include "support/fake_provider.hpp"
 
+#include "support/expect.hpp"
 #include "support/http_client.hpp"
 #include "support/json_record.hpp"
 #include "support/proxy_process.hpp"
@@ -49,18 +50,6 @@ FakeProvider tls_fake(const CertFiles& server, const std::filesystem::path& clie
 const std::string chat_request = R"({"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]})";
 const std::string chat_answer =
     R"({"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]})";
-
-// The "error" object of a section 9 envelope.
-boost::json::object envelope_error(const Response& r) {
-    CAPTURE(r.body);
-    boost::json::error_code ec;
-    const boost::json::value doc = boost::json::parse(r.body, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(doc.is_object());
-    REQUIRE(doc.as_object().contains("error"));
-    REQUIRE(doc.at("error").is_object());
-    return doc.at("error").as_object();
-}
 
 // A refused verification: 502 network envelope after exactly one attempt
 // (the default route allows 8), and no HTTP request reached the upstream.

@@ -1,0 +1,25 @@
+// Assertions several integration tests share. Header-only: it uses Catch2's
+// macros, which belong to the test executable, not to mp_test_support.
+#pragma once
+
+#include "support/http_client.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+namespace modelproxy::test {
+
+// The "error" object of a section 9 envelope; fails the test unless the body
+// is one.
+inline boost::json::object envelope_error(const Response& r) {
+    CAPTURE(r.body);
+    boost::json::error_code ec;
+    const boost::json::value doc = boost::json::parse(r.body, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(doc.is_object());
+    REQUIRE(doc.as_object().contains("error"));
+    REQUIRE(doc.at("error").is_object());
+    return doc.at("error").as_object();
+}
+
+}  // namespace modelproxy::test
