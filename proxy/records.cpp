@@ -1,7 +1,8 @@
 #include "proxy/records.hpp"
 
+#include <boost/json/monotonic_resource.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
+#include <boost/json/serializer.hpp>
 
 #include <cerrno>
 #include <cstring>
@@ -29,10 +30,25 @@ void put(boost::json::object& o, std::string_view key, const std::optional<T>& v
     }
 }
 
-}  // namespace
+// Builds one record's object and appends it, with a newline, to `out`. The
+// object lives in a monotonic resource over a stack buffer and the serializer
+// writes through a stack chunk, so a record costs no heap allocation beyond
+// `out`'s growth (and RecordLog reuses one `out` per thread).
+template <class Fill>
+void append_line(std::string& out, Fill&& fill) {
+    unsigned char storage[4096];
+    boost::json::monotonic_resource resource(storage, sizeof storage);
+    boost::json::object o(&resource);
+    o.reserve(20);
+    fill(o);
+    boost::json::serializer serializer;
+    serializer.reset(&o);
+    char chunk[1024];
+    while (!serializer.done()) out.append(serializer.read(chunk));
+    out.push_back('\n');
+}
 
-std::string to_json_line(const AttemptRecord& r) {
-    boost::json::object o;
+void fill(boost::json::object& o, const AttemptRecord& r) {
     o["event"] = "attempt";
     put(o, "request_id", r.request_id);
     put(o, "route", r.route);
@@ -47,13 +63,9 @@ std::string to_json_line(const AttemptRecord& r) {
     o["delay_ms"] = r.delay_ms;
     o["remaining_ms"] = r.remaining_ms;
     put(o, "digest", r.digest);
-    std::string line = boost::json::serialize(o);
-    line.push_back('\n');
-    return line;
 }
 
-std::string to_json_line(const TurnRecord& r) {
-    boost::json::object o;
+void fill(boost::json::object& o, const TurnRecord& r) {
     o["event"] = "turn";
     put(o, "request_id", r.request_id);
     put(o, "route", r.route);
@@ -70,9 +82,47 @@ std::string to_json_line(const TurnRecord& r) {
     put(o, "fallback_from", r.fallback_from);
     o["duration_ms"] = r.duration_ms;
     put(o, "ttft_ms", r.ttft_ms);
-    std::string line = boost::json::serialize(o);
-    line.push_back('\n');
+}
+
+// One reused line buffer per thread (workers and the control thread).
+std::string& line_buffer() {
+    thread_local std::string buffer;
+    buffer.clear();
+    return buffer;
+}
+
+}  // namespace
+
+void append_json_line(std::string& out, const AttemptRecord& r) {
+    append_line(out, [&](boost::json::object& o) { fill(o, r); });
+}
+
+void append_json_line(std::string& out, const TurnRecord& r) {
+    append_line(out, [&](boost::json::object& o) { fill(o, r); });
+}
+
+std::string to_json_line(const AttemptRecord& r) {
+    std::string line;
+    append_json_line(line, r);
     return line;
+}
+
+std::string to_json_line(const TurnRecord& r) {
+    std::string line;
+    append_json_line(line, r);
+    return line;
+}
+
+void RecordLog::write(const AttemptRecord& r) {
+    std::string& line = line_buffer();
+    append_json_line(line, r);
+    write(line);
+}
+
+void RecordLog::write(const TurnRecord& r) {
+    std::string& line = line_buffer();
+    append_json_line(line, r);
+    write(line);
 }
 
 RecordLog::~RecordLog() {
@@ -95,7 +145,7 @@ std::optional<std::string> RecordLog::reopen() {
     return std::nullopt;
 }
 
-void RecordLog::write(const std::string& line) {
+void RecordLog::write(std::string_view line) {
     std::lock_guard lock(mutex_);
     const char* p = line.data();
     std::size_t left = line.size();

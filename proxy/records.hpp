@@ -47,6 +47,9 @@ struct TurnRecord {
 
 std::string to_json_line(const AttemptRecord& record);
 std::string to_json_line(const TurnRecord& record);
+// The same line appended to `out` (the allocation-free path RecordLog uses).
+void append_json_line(std::string& out, const AttemptRecord& record);
+void append_json_line(std::string& out, const TurnRecord& record);
 
 // Writes whole lines with one write(2) each, so concurrent workers never
 // interleave within a line. reopen() is for log rotation (SIGHUP).
@@ -60,7 +63,11 @@ public:
     // path empty: stdout. Returns an error message on failure.
     std::optional<std::string> open(const std::string& path);
     std::optional<std::string> reopen();
-    void write(const std::string& line);
+    void write(std::string_view line);
+    // Formats the record into a per-thread buffer and writes it: no heap
+    // allocation per record once the buffer has grown.
+    void write(const AttemptRecord& record);
+    void write(const TurnRecord& record);
 
 private:
     std::mutex mutex_;  // guards fd_ against reopen only

@@ -507,11 +507,31 @@ std::string upstream_target(const config::Route& route, std::string_view client_
 
 // -------------------------------------------------------------------- body
 
-JsonBody inspect_json_body(std::string_view body) {
-    const simdjson::padded_string padded(body);
+namespace {
+
+// One on-demand parser and one padded copy of the body per thread, reused by
+// every request: simdjson's buffers and the copy grow to the largest body seen
+// and are not allocated again per request.
+struct JsonScratch {
     od::parser parser;
+    std::string padded;
+};
+
+JsonScratch& json_scratch() {
+    thread_local JsonScratch scratch;
+    return scratch;
+}
+
+}  // namespace
+
+JsonBody inspect_json_body(std::string_view body) {
+    JsonScratch& scratch = json_scratch();
+    std::string& padded = scratch.padded;
+    padded.assign(body);
+    padded.resize(body.size() + simdjson::SIMDJSON_PADDING, '\0');
+    od::parser& parser = scratch.parser;
     od::document doc;
-    if (parser.iterate(padded).get(doc)) return {};
+    if (parser.iterate(padded.data(), body.size(), padded.size()).get(doc)) return {};
     od::json_type type;
     if (doc.type().get(type)) return {};
 

@@ -8,7 +8,6 @@
 #include "proxy/turn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -24,7 +23,6 @@ namespace modelproxy::proxy {
 
 namespace {
 
-using namespace boost::asio::experimental::awaitable_operators;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Clock = std::chrono::steady_clock;
@@ -50,6 +48,70 @@ std::optional<std::string_view> header(const http::request<http::string_body>& r
     if (it == req.end()) return std::nullopt;
     return it->value();
 }
+
+// Bounds reads on the client socket: when the time runs out before the read
+// completes, the socket's pending operations are cancelled (the socket stays
+// open, so a 408 can still be written). One timer per connection instead of
+// racing every read against a timer with `||`, which spawns two coroutines and
+// posts several handlers per read. The timer is lazy: arming with a later
+// deadline than the pending wait's does not touch it (no timerfd update per
+// read); when it fires early it waits again until the current deadline, and
+// once disarmed it simply stops at its next expiry.
+class ReadTimer {
+public:
+    explicit ReadTimer(tcp::socket& socket)
+        : timer_(socket.get_executor()), state_(std::make_shared<State>(socket)) {}
+    ~ReadTimer() { state_->socket = nullptr; }  // a late handler must not touch the socket
+    ReadTimer(const ReadTimer&) = delete;
+    ReadTimer& operator=(const ReadTimer&) = delete;
+
+    void arm(std::chrono::milliseconds limit) {
+        State& s = *state_;
+        s.fired = false;
+        s.armed = true;
+        s.deadline = Clock::now() + limit;
+        if (!s.waiting || timer_.expiry() > s.deadline) wait(timer_, state_);
+    }
+
+    // Stops the clock. True when it ran out and cancelled the read.
+    bool disarm() {
+        state_->armed = false;
+        return state_->fired;
+    }
+
+private:
+    struct State {
+        explicit State(tcp::socket& s) : socket(&s) {}
+        tcp::socket* socket;
+        Clock::time_point deadline;
+        std::uint64_t wait_id = 0;  // the pending wait; older completions are stale
+        bool waiting = false;
+        bool armed = false;
+        bool fired = false;
+    };
+
+    static void wait(asio::steady_timer& timer, const std::shared_ptr<State>& state) {
+        state->waiting = true;
+        const std::uint64_t id = ++state->wait_id;
+        timer.expires_at(state->deadline);  // a previous wait completes with operation_aborted: stale
+        timer.async_wait([&timer, state, id](const boost::system::error_code& ec) {
+            if (id != state->wait_id) return;
+            state->waiting = false;
+            if (ec || state->socket == nullptr || !state->armed) return;
+            if (Clock::now() < state->deadline) {
+                wait(timer, state);  // re-armed with a later deadline since this wait began
+                return;
+            }
+            state->fired = true;
+            state->armed = false;
+            boost::system::error_code ignored;
+            state->socket->cancel(ignored);
+        });
+    }
+
+    asio::steady_timer timer_;
+    std::shared_ptr<State> state_;
+};
 
 class Session {
 public:
@@ -93,7 +155,7 @@ void Session::record_refusal(std::string_view request_id, std::string_view code,
     r.error_class = "client";
     r.code = code;
     r.status = static_cast<int>(status);
-    worker_.shared().log.write(to_json_line(r));
+    worker_.shared().log.write(r);
 }
 
 asio::awaitable<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view request_id,
@@ -124,7 +186,7 @@ asio::awaitable<void> Session::run() {
         co_return;
     }
 
-    asio::steady_timer timer(socket_.get_executor());
+    ReadTimer read_timer(socket_);
     bool first = true;
     for (;;) {
         runtime = shared.runtime.load();
@@ -133,15 +195,14 @@ asio::awaitable<void> Session::run() {
         // Wait for the next request's first byte: header_timeout_ms on a new
         // connection, idle_timeout_ms between keep-alive requests.
         if (buffer_.size() == 0) {
-            timer.expires_after(std::chrono::milliseconds(first ? limits.header_timeout_ms : limits.idle_timeout_ms));
-            auto r = co_await (socket_.async_read_some(buffer_.prepare(4096), use_tuple) ||
-                               timer.async_wait(use_tuple));
-            if (r.index() == 1) {
-                if (first) co_await refuse(ClientError::request_timeout, false);
+            read_timer.arm(std::chrono::milliseconds(first ? limits.header_timeout_ms : limits.idle_timeout_ms));
+            auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(4096), use_tuple);
+            const bool late = read_timer.disarm();
+            if (ec) {
+                if (late && ec == asio::error::operation_aborted && first)
+                    co_await refuse(ClientError::request_timeout, false);
                 co_return;
             }
-            auto [ec, n] = std::get<0>(r);
-            if (ec) co_return;
             buffer_.commit(n);
         }
         first = false;
@@ -150,15 +211,14 @@ asio::awaitable<void> Session::run() {
         http::request_parser<http::empty_body> head_parser;
         head_parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
         head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
-        timer.expires_after(std::chrono::milliseconds(limits.header_timeout_ms));
+        read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
         {
-            auto r = co_await (http::async_read_header(socket_, buffer_, head_parser, use_tuple) ||
-                               timer.async_wait(use_tuple));
-            if (r.index() == 1) {
+            auto [ec, n] = co_await http::async_read_header(socket_, buffer_, head_parser, use_tuple);
+            if (read_timer.disarm() && ec == asio::error::operation_aborted) {
                 co_await refuse(ClientError::request_timeout, false);
                 co_return;
             }
-            auto [ec, n] = std::get<0>(r);
+            if (ec == asio::error::operation_aborted) co_return;
             if (ec == http::error::header_limit) {
                 co_await refuse(ClientError::header_too_large, false);
                 co_return;
@@ -195,13 +255,13 @@ asio::awaitable<void> Session::run() {
         http::request_parser<http::string_body> parser(std::move(head_parser));
         parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
         if (!parser.is_done()) {
-            timer.expires_after(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
-            auto r = co_await (http::async_read(socket_, buffer_, parser, use_tuple) || timer.async_wait(use_tuple));
-            if (r.index() == 1) {
+            read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
+            auto [ec, n] = co_await http::async_read(socket_, buffer_, parser, use_tuple);
+            if (read_timer.disarm() && ec == asio::error::operation_aborted) {
                 co_await refuse(ClientError::request_timeout, false);
                 co_return;
             }
-            auto [ec, n] = std::get<0>(r);
+            if (ec == asio::error::operation_aborted) co_return;
             if (ec == http::error::body_limit) {
                 co_await refuse(ClientError::payload_too_large, false);
                 co_return;

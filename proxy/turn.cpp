@@ -11,6 +11,9 @@
 #include "sse/reader.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -37,18 +40,53 @@ std::int64_t ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
 }
 
-// Completes when the client hangs up (EOF or reset). Pipelined bytes mean the
-// client is still there: then it waits until the turn cancels it.
-asio::awaitable<void> watch_client(tcp::socket& client) {
-    auto [ec] = co_await client.async_wait(tcp::socket::wait_read, use_tuple);
-    if (ec) co_return;
-    char byte;
-    ssize_t n = ::recv(client.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) co_return;
-    auto state = co_await asio::this_coro::cancellation_state;
-    if (state.cancelled() != asio::cancellation_type::none) co_return;  // see hold_ticker
-    asio::steady_timer forever(client.get_executor(), asio::steady_timer::time_point::max());
-    co_await forever.async_wait(use_tuple);
+// What ends a turn from outside: the client hanging up (EOF or reset) or the
+// drain limit. Watched with two plain callbacks, not coroutines raced with
+// `||` (which spawns one coroutine per branch and posts several handlers per
+// turn). Shared with those callbacks, which may run after the turn is gone.
+struct TurnWatch {
+    enum class Reason { none, client_left, drain_limit };
+    Reason reason = Reason::none;
+    bool done = false;                        // the turn has ended: callbacks do nothing
+    asio::cancellation_signal turn;           // cuts the turn (its awaits complete at once)
+    asio::cancellation_signal client_wait;    // withdraws the client watch
+    asio::cancellation_signal drain_wait;     // withdraws the drain-limit wait
+
+    void cut(Reason why) {
+        if (done || reason != Reason::none) return;
+        reason = why;
+        turn.emit(asio::cancellation_type::terminal);
+    }
+    void finish() {
+        done = true;
+        client_wait.emit(asio::cancellation_type::terminal);
+        drain_wait.emit(asio::cancellation_type::terminal);
+    }
+};
+
+// The client is gone when its socket reads EOF or an error. Pipelined bytes
+// mean it is still there: then nothing more is watched for this turn.
+void watch_client(tcp::socket& client, const std::shared_ptr<TurnWatch>& watch) {
+    client.async_wait(tcp::socket::wait_read,
+                      asio::bind_cancellation_slot(watch->client_wait.slot(),
+                                                   [watch, fd = client.native_handle()](boost::system::error_code ec) {
+        if (ec || watch->done) return;
+        char byte;
+        ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            watch->cut(TurnWatch::Reason::client_left);
+    }));
+}
+
+void watch_drain_limit(asio::steady_timer& drain_limit, const std::shared_ptr<TurnWatch>& watch) {
+    // The worker's drain_limit timer never expires; end_turns() cancels it,
+    // completing every wait with operation_aborted. A turn that ends first
+    // withdraws its wait through drain_wait (also operation_aborted, but then
+    // `done` is set).
+    drain_limit.async_wait(asio::bind_cancellation_slot(watch->drain_wait.slot(),
+                                                        [watch](boost::system::error_code) {
+        if (!watch->done) watch->cut(TurnWatch::Reason::drain_limit);
+    }));
 }
 
 policy::Transport transport_of(Fault fault) {
@@ -106,7 +144,10 @@ public:
           limits_(plan.runtime->config.limits) {}
 
     asio::awaitable<bool> run();
+    // run(), and for a stream turn the hold ticker beside it.
+    asio::awaitable<bool> run_with_ticker();
     asio::awaitable<void> hold_ticker();
+    bool recorded() const { return recorded_; }  // the turn record is written
     asio::awaitable<void> end_at_drain_limit();
     int attempts() const { return attempts_; }
     bool published() const { return published_; }
@@ -156,6 +197,7 @@ private:
     int attempts_ = 0;
     bool published_ = false;
     bool client_gone_ = false;
+    bool recorded_ = false;
     bool writing_ = false;      // a client write is in flight
     bool head_out_ = false;     // the client has the response head (hold limit or publication)
     bool answering_ = false;    // answer text is out: held events released, no replay possible
@@ -221,6 +263,13 @@ asio::awaitable<void> TurnRun::hold_ticker() {
     co_await timer.async_wait(use_tuple);
 }
 
+asio::awaitable<bool> TurnRun::run_with_ticker() {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    if (!plan_.wants_stream) co_return co_await run();
+    auto result = co_await (run() || hold_ticker());
+    co_return result.index() == 0 && std::get<0>(result);  // the ticker never ends by itself
+}
+
 asio::awaitable<bool> TurnRun::write_chunk(std::string_view data) {
     if (data.empty()) co_return true;
     char size[24];
@@ -278,7 +327,7 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
     r.delay_ms = delay_ms;
     r.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan_.deadline));
     r.digest = digest_;
-    worker_.shared().log.write(to_json_line(r));
+    worker_.shared().log.write(r);
 }
 
 void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
@@ -297,7 +346,8 @@ void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, c
     r.published = published_;
     r.duration_ms = ms_between(plan_.started, Clock::now());
     if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
-    worker_.shared().log.write(to_json_line(r));
+    recorded_ = true;
+    worker_.shared().log.write(r);
 }
 
 // One attempt's failure, as the decision sees it, and what the client gets
@@ -383,6 +433,10 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     sse::Reader reader;
     sse::Inspector& inspector = worker_.inspector();
     std::string held;        // raw bytes of the events held so far
+    // After publication, the checked events of one upstream read, sent as one
+    // chunk in one write: one syscall per read, not per event, and no event
+    // waits for anything but the read it came in.
+    std::string out;
     std::string piece;
     bool& answering = answering_;
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
@@ -398,10 +452,11 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     auto close_published = [&](const policy::Classification& c, std::string_view code,
                                bool forwarded_error) -> asio::awaitable<StreamEnd> {
         if (!forwarded_error) {
-            std::string event = closing_error_event(plan_.endpoint, "the upstream stream broke before its end",
-                                                    code, 502, policy::to_string(c.cls), "terminal", "", attempts_);
-            if (!co_await write_chunk(event)) co_return StreamEnd{true, false};
+            out += closing_error_event(plan_.endpoint, "the upstream stream broke before its end", code, 502,
+                                       policy::to_string(c.cls), "terminal", "", attempts_);
         }
+        if (!co_await write_chunk(out)) co_return StreamEnd{true, false};  // the checked events, then the end
+        out.clear();
         record_attempt(200, &c, code, "terminal", 0);
         record_turn("terminal", 200, &c, code, "");
         const bool ok = co_await write("0\r\n\r\n");
@@ -500,11 +555,11 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
             if (answering) {
                 if (event_error) {
                     // Forwarded as it is; it ends the client stream.
-                    if (!co_await write_chunk(event->raw)) co_return StreamEnd{true, false};
+                    out += event->raw;
                     auto c = policy::classify_error_event(declared, plan_.endpoint);
                     co_return co_await close_published(c, "upstream_error_event", true);
                 }
-                if (!co_await write_chunk(event->raw)) co_return StreamEnd{true, false};
+                out += event->raw;
                 if (done_here) saw_done = true;
                 continue;
             }
@@ -527,6 +582,11 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
                 held.clear();
                 answering = true;
             }
+        }
+
+        if (!out.empty()) {
+            if (!co_await write_chunk(out)) co_return StreamEnd{true, false};
+            out.clear();
         }
 
         if (fault != Fault::none) {
@@ -936,13 +996,20 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     } done{worker.shared()};
 
     TurnRun turn(worker, client, plan);
-    // The turn races the client: a client that hangs up ends the turn at once,
-    // aborting the upstream request (SPEC section 6).
-    auto result = co_await (turn.run() || watch_client(client) || turn.hold_ticker() ||
-                            worker.drain_limit().async_wait(use_tuple));
-    if (result.index() == 0) co_return std::get<0>(result);
-    if (result.index() == 2) co_return false;  // never: the ticker does not end by itself
-    if (result.index() == 3) {
+    // A client that hangs up ends the turn at once, aborting the upstream
+    // request (SPEC section 6); so does the drain limit. The turn runs as its
+    // own coroutine so that either can cut it through its cancellation slot.
+    auto watch = std::make_shared<TurnWatch>();
+    watch_client(client, watch);
+    watch_drain_limit(worker.drain_limit(), watch);
+    auto [failure, answered] = co_await asio::co_spawn(
+        client.get_executor(), turn.run_with_ticker(),
+        asio::bind_cancellation_slot(watch->turn.slot(), use_tuple));
+    const TurnWatch::Reason reason = turn.recorded() ? TurnWatch::Reason::none : watch->reason;
+    watch->finish();
+    if (failure) std::rethrow_exception(failure);
+    if (reason == TurnWatch::Reason::none) co_return answered;
+    if (reason == TurnWatch::Reason::drain_limit) {
         co_await turn.end_at_drain_limit();
         co_return false;
     }
@@ -956,7 +1023,7 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     a.error_class = "cancelled";
     a.decision = "cancelled";
     a.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan.deadline));
-    worker.shared().log.write(to_json_line(a));
+    worker.shared().log.write(a);
     TurnRecord r;
     r.attempts = std::max(1, turn.attempts());
     r.request_id = plan.request_id;
@@ -966,7 +1033,7 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     r.error_class = "cancelled";
     r.stream = plan.wants_stream;
     r.duration_ms = ms_between(plan.started, Clock::now());
-    worker.shared().log.write(to_json_line(r));
+    worker.shared().log.write(r);
     co_return false;
 }
 
