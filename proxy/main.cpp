@@ -3,12 +3,17 @@
 // Human messages go to stderr, one line each; stdout carries only records.
 #include "config/config.hpp"
 #include "proxy/cli.hpp"
+#include "proxy/probe.hpp"
 #include "proxy/server.hpp"
 
 #include <csignal>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -16,6 +21,7 @@ constexpr const char* usage_text =
     "usage: modelproxy [--config FILE] [--listen HOST:PORT] [--workers N] [--log FILE]\n"
     "       modelproxy check --config FILE\n"
     "       modelproxy doctor [--config FILE] [--json]\n"
+    "       modelproxy probe URL [--timeout-ms N]\n"
     "       modelproxy --version | --help\n"
     "\n"
     "Serves an HTTP reverse proxy for model providers. Without --config it uses\n"
@@ -24,11 +30,39 @@ constexpr const char* usage_text =
     "stdout.\n"
     "\n"
     "  check    validate FILE; exit 0 when valid, else exit 2 with one line per problem\n"
-    "  doctor   print each route's retry envelope (bounds, waits, worst case)\n";
+    "  doctor   print each route's retry envelope (bounds, waits, worst case)\n"
+    "  probe    GET an http:// URL (e.g. http://127.0.0.1:8080/readyz) for health\n"
+    "           checks: exit 0 on a 2xx answer, else 1 with one line saying why;\n"
+    "           --timeout-ms bounds the whole request (default 2000)\n";
 
 int usage_error(const std::string& why) {
     std::cerr << "modelproxy: " << why << "\n" << "usage: see modelproxy --help\n";
     return 2;
+}
+
+// `probe URL [--timeout-ms N]` (an addition to SPEC section 2): the image's
+// HEALTHCHECK and exec probes need no curl.
+int probe(const std::vector<std::string>& args) {
+    std::string url;
+    std::int64_t timeout_ms = 2000;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--timeout-ms") {
+            if (i + 1 >= args.size()) return usage_error("--timeout-ms needs N");
+            const std::string& v = args[++i];
+            char* end = nullptr;
+            const long long n = std::strtoll(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || n < 1 || n > 600000)
+                return usage_error("--timeout-ms: expected 1..600000, got " + v);
+            timeout_ms = n;
+        } else if (url.empty() && a.rfind("--", 0) != 0) {
+            url = a;
+        } else {
+            return usage_error("unknown argument " + a);
+        }
+    }
+    if (url.empty()) return usage_error("probe needs a URL, e.g. http://127.0.0.1:8080/readyz");
+    return modelproxy::proxy::probe_command(url, timeout_ms);
 }
 
 int run(int argc, char** argv) {
@@ -42,6 +76,7 @@ int run(int argc, char** argv) {
         std::cout << "modelproxy " << MODELPROXY_VERSION << "\n";
         return 0;
     }
+    if (!args.empty() && args[0] == "probe") return probe(args);
     std::string command = "serve";
     std::size_t i = 0;
     if (!args.empty() && (args[0] == "check" || args[0] == "doctor")) {

@@ -37,8 +37,10 @@ std::optional<std::string> read_file(const std::string& path, std::string& error
 }
 
 // Loads, overrides, reads the environment and builds the runtime. Every
-// problem is printed; nullptr when there was one.
-std::shared_ptr<const Runtime> load_runtime(const ServeOptions& options, bool startup) {
+// problem is printed; nullptr when there was one. `running` is the config in
+// force when this is a reload (nullptr at startup).
+std::shared_ptr<const Runtime> load_runtime(const ServeOptions& options, const config::Config* running) {
+    const bool startup = running == nullptr;
     std::string text;
     if (options.config_path.empty()) {
         text = std::string(config::embedded_default_yaml());
@@ -68,6 +70,18 @@ std::shared_ptr<const Runtime> load_runtime(const ServeOptions& options, bool st
         cfg.listen_port = listen->second;
     }
     if (options.workers_override >= 0) cfg.workers = options.workers_override;
+    if (running) {
+        // The sockets and threads are made once at startup, so a reload keeps
+        // them; the rest of the new config must be judged against the address
+        // really served (SPEC section 12's open-listener rule), not the file's.
+        if (cfg.listen_host != running->listen_host || cfg.listen_port != running->listen_port ||
+            cfg.workers != running->workers)
+            say(source + ": listen and workers changes need a restart; still serving " + running->listen_host + ":" +
+                std::to_string(running->listen_port) + " with workers " + std::to_string(running->workers));
+        cfg.listen_host = running->listen_host;
+        cfg.listen_port = running->listen_port;
+        cfg.workers = running->workers;
+    }
     auto env = config::resolve_environment(cfg, [](const char* name) { return std::getenv(name); });
     if (startup || env.errors.empty()) {
         for (const auto& notice : env.notices) say(notice);
@@ -105,6 +119,12 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
         // generation gets new pools so a changed CA never reuses old sessions.
         runtime->pool_keys.push_back(route.upstream_url + "|" + route.tls.ca_file + "|" + route.tls.cert_file +
                                      "|" + std::to_string(reinterpret_cast<std::uintptr_t>(runtime.get())));
+        // Slots are assigned here, on the thread that builds generations
+        // (startup, SIGHUP), before any turn can run on this one.
+        runtime->metric_slots.push_back(metrics::Registry::process().slot_for(route.name));
+        std::size_t owner = 0;
+        while (runtime->pool_keys[owner] != runtime->pool_keys[i]) ++owner;
+        runtime->idle_slots.push_back(runtime->metric_slots[owner]);
     }
     std::vector<std::string> keys;
     for (const auto& route : cfg.routes)
@@ -121,6 +141,16 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
 }
 
 Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {}
+
+void Worker::write_turn(std::uint16_t slot, const TurnRecord& record) {
+    shared_.log.write(record);
+    metrics::count_turn(counters(slot), record);
+}
+
+void Worker::write_attempt(std::uint16_t slot, const AttemptRecord& record, std::int64_t duration_ms) {
+    shared_.log.write(record);
+    metrics::count_attempt(counters(slot), record, duration_ms);
+}
 
 void Worker::listen(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -169,7 +199,7 @@ asio::awaitable<void> Worker::accept_loop() {
 }
 
 int serve(const ServeOptions& options) {
-    auto runtime = load_runtime(options, true);
+    auto runtime = load_runtime(options, nullptr);
     if (!runtime) return 2;
 
     Shared shared;
@@ -203,6 +233,7 @@ int serve(const ServeOptions& options) {
     asio::io_context control;
     asio::signal_set signals(control, SIGTERM, SIGINT, SIGHUP);
 
+    shared.registry.set_workers(static_cast<std::size_t>(count));
     std::vector<std::unique_ptr<Worker>> workers;
     try {
         for (int i = 0; i < count; ++i) {
@@ -253,13 +284,16 @@ int serve(const ServeOptions& options) {
         signals.async_wait([&](const boost::system::error_code& e, int signo) {
             if (e) return;
             if (signo == SIGHUP) {
-                if (auto fresh = load_runtime(options, false)) {
+                // The log first: once the reload line is out, every later
+                // record goes to the reopened file (rotation tools wait for it).
+                if (auto error = shared.log.reopen()) say(*error);
+                const auto current = shared.runtime.load();
+                if (auto fresh = load_runtime(options, &current->config)) {
                     shared.runtime.store(fresh);
                     say("config reloaded");
                 } else {
                     say("reload refused; the previous config stays in force");
                 }
-                if (auto error = shared.log.reopen()) say(*error);
                 wait_signal();
                 return;
             }

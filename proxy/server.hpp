@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "proxy/metrics.hpp"
 #include "proxy/records.hpp"
 #include "sse/credentials.hpp"
 #include "sse/inspect.hpp"
@@ -33,6 +34,11 @@ struct Runtime {
     config::Config config;
     std::vector<transport::TlsContext> tls;   // per route, index as config.routes (null context for http)
     std::vector<std::string> pool_keys;       // per route: which pool its connections go to
+    // Per route: its metrics slot (metrics.hpp), and the slot under which the
+    // idle connections of its pool are reported: the first route in config
+    // order that shares the pool, so each pool is counted once.
+    std::vector<std::uint16_t> metric_slots;
+    std::vector<std::uint16_t> idle_slots;
     // SPEC section 8's credential scan: every configured upstream key and the
     // secret shapes, compiled once per generation, shared by all workers.
     std::optional<sse::CredentialScanner> secrets;
@@ -46,8 +52,8 @@ struct Shared {
     std::atomic<bool> draining{false};
     std::atomic<std::int64_t> connections{0};
     std::atomic<std::int64_t> inflight_turns{0};
-    std::atomic<std::int64_t> retry_wait_ms{0};
     RecordLog log;
+    metrics::Registry& registry = metrics::Registry::process();
 };
 
 class Worker {
@@ -63,6 +69,13 @@ public:
     // One SSE inspector per worker: it keeps simdjson's buffers warm, and a
     // worker runs one event at a time.
     sse::Inspector& inspector() { return inspector_; }
+    // This worker's metric counters for a route slot (Runtime::metric_slots,
+    // or Registry::no_route_slot). Only this worker's thread writes them.
+    metrics::RouteCounters& counters(std::uint16_t slot) { return shared_.registry.at(index_, slot); }
+    // A record written and counted in one place, from the same values, so
+    // /metrics always agrees with the records (SPEC section 10).
+    void write_turn(std::uint16_t slot, const TurnRecord& record);
+    void write_attempt(std::uint16_t slot, const AttemptRecord& record, std::int64_t duration_ms);
 
     // Opens this worker's acceptor on `endpoint` with SO_REUSEPORT.
     void listen(const tcp::endpoint& endpoint);

@@ -43,6 +43,8 @@ std::string make_request_id() {
     return std::string(out, 19);
 }
 
+constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
+
 std::optional<std::string_view> header(const http::request<http::string_body>& req, std::string_view name) {
     auto it = req.find(name);
     if (it == req.end()) return std::nullopt;
@@ -122,7 +124,7 @@ public:
 private:
     // Writes a local answer. Returns whether the connection stays open.
     asio::awaitable<bool> answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id = {},
-                                 std::string_view allow = {});
+                                 std::string_view allow = {}, std::string_view content_type = "application/json");
     asio::awaitable<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
                                  std::string_view message = {});
     asio::awaitable<bool> handle(http::request<http::string_body>& req, bool keep_alive);
@@ -134,9 +136,9 @@ private:
 };
 
 asio::awaitable<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id,
-                                      std::string_view allow) {
+                                      std::string_view allow, std::string_view content_type) {
     ResponseHead head(a.status);
-    head.add("content-type", "application/json");
+    head.add("content-type", content_type);
     if (!request_id.empty()) head.add("x-modelproxy-request-id", request_id);
     if (!allow.empty()) head.add("allow", allow);
     if (a.status >= 300) head.add("x-should-retry", "false");
@@ -155,7 +157,7 @@ void Session::record_refusal(std::string_view request_id, std::string_view code,
     r.error_class = "client";
     r.code = code;
     r.status = static_cast<int>(status);
-    worker_.shared().log.write(r);
+    worker_.write_turn(metrics::Registry::no_route_slot, r);
 }
 
 asio::awaitable<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view request_id,
@@ -235,6 +237,15 @@ asio::awaitable<void> Session::run() {
             }
         }
         const auto& head = head_parser.get();
+        // RFC 9112 section 6.3: a request Transfer-Encoding whose final coding
+        // is not chunked leaves the body length unknown, so the bytes after
+        // the head could be read as a body or as another request: 400, close.
+        // (Beast itself refuses Content-Length beside chunked, and lengths
+        // that disagree.)
+        if (head.count(http::field::transfer_encoding) != 0 && !head_parser.chunked()) {
+            co_await refuse(ClientError::bad_request, false);
+            co_return;
+        }
         if (auto length = head_parser.content_length();
             length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
             co_await refuse(ClientError::payload_too_large, false);
@@ -308,8 +319,18 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
     switch (dispatched) {
         case Dispatch::healthz: local = healthz(); break;
         case Dispatch::readyz: local = readyz(shared.draining.load() ? Readiness::draining : Readiness::ready); break;
-        case Dispatch::metrics:
-            co_return co_await refuse(ClientError::not_found, keep_alive, "", "metrics are not served yet");
+        case Dispatch::metrics: {
+            // SPEC section 10: every worker's counters summed now; no client
+            // token (section 12). Rendering is pure (metrics.hpp).
+            metrics::Snapshot snapshot = shared.registry.snapshot();
+            snapshot.inflight_turns = shared.inflight_turns.load(std::memory_order_relaxed);
+            snapshot.client_connections = shared.connections.load(std::memory_order_relaxed);
+            snapshot.version = MODELPROXY_VERSION;
+            metrics::read_process(snapshot);
+            LocalAnswer text{200, is_head ? std::string() : metrics::render(snapshot)};
+            const bool open = co_await answer(text, keep_alive, "", "", metrics_content_type);
+            co_return open;
+        }
         case Dispatch::models_list: local = models_list(cfg); break;
         case Dispatch::model_object: {
             auto id = model_id_from_path(target.path);

@@ -141,7 +141,9 @@ public:
           client_(client),
           plan_(plan),
           route_(plan.runtime->config.routes[plan.route_index]),
-          limits_(plan.runtime->config.limits) {}
+          limits_(plan.runtime->config.limits),
+          slot_(plan.runtime->metric_slots[plan.route_index]),
+          attempt_started_(plan.started) {}
 
     asio::awaitable<bool> run();
     // run(), and for a stream turn the hold ticker beside it.
@@ -151,6 +153,7 @@ public:
     asio::awaitable<void> end_at_drain_limit();
     int attempts() const { return attempts_; }
     bool published() const { return published_; }
+    Clock::time_point attempt_started() const { return attempt_started_; }
 
 private:
     struct Attempt {
@@ -158,6 +161,7 @@ private:
         std::unique_ptr<transport::Exchange> exchange;
         Fault fault = Fault::none;
         std::string detail;
+        metrics::GaugeHold busy;  // the busy-connections gauge, held while `connection` is this attempt's
     };
 
     asio::awaitable<Attempt> open_and_send();
@@ -175,6 +179,11 @@ private:
     asio::awaitable<bool> answer_success(Attempt& a, const std::string& body);
     asio::awaitable<bool> digest_mismatch();
     void give_back(Attempt& a);
+    // The idle gauge of this route's pool, after the pool changed.
+    void note_idle(const transport::Pool& pool) {
+        worker_.counters(plan_.runtime->idle_slots[plan_.route_index])
+            .idle_connections.store(static_cast<std::int64_t>(pool.idle()), std::memory_order_relaxed);
+    }
     static double draw();
     void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                         std::string_view decision, std::int64_t delay_ms);
@@ -193,6 +202,8 @@ private:
     ForwardPlan& plan_;
     const config::Route& route_;
     const config::Limits& limits_;
+    const std::uint16_t slot_;         // metrics slot of the route
+    Clock::time_point attempt_started_;
     std::string digest_;
     int attempts_ = 0;
     bool published_ = false;
@@ -283,6 +294,9 @@ asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
                              std::chrono::milliseconds(route_.connect_timeout_ms)};
     auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
     a.connection = pool.take();
+    note_idle(pool);
+    auto& busy = worker_.counters(slot_).busy_connections;
+    if (a.connection) a.busy.hold(busy);
     // A reused connection that fails before any response byte is re-sent at
     // once on a new one; that does not count as an attempt (SPEC section 4).
     for (int round = 0; round < 2; ++round) {
@@ -294,6 +308,7 @@ asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
                 co_return a;
             }
             a.connection = std::move(connected.connection);
+            a.busy.hold(busy);
         }
         a.exchange = std::make_unique<transport::Exchange>(*a.connection);
         if (plan_.head_request) a.exchange->expect_no_body();
@@ -302,6 +317,7 @@ asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
         if (a.fault != Fault::stale_connection) co_return a;
         a.exchange.reset();
         a.connection.reset();
+        a.busy.release();
     }
     a.fault = Fault::dropped_before_head;
     co_return a;
@@ -327,7 +343,7 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
     r.delay_ms = delay_ms;
     r.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan_.deadline));
     r.digest = digest_;
-    worker_.shared().log.write(r);
+    worker_.write_attempt(slot_, r, ms_between(attempt_started_, Clock::now()));
 }
 
 void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
@@ -347,7 +363,7 @@ void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, c
     r.duration_ms = ms_between(plan_.started, Clock::now());
     if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
     recorded_ = true;
-    worker_.shared().log.write(r);
+    worker_.write_turn(slot_, r);
 }
 
 // One attempt's failure, as the decision sees it, and what the client gets
@@ -446,11 +462,16 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     if (rules && plan_.identity) identity.emplace(*plan_.identity);
     std::optional<sse::StreamScan> secrets;
     if (plan_.runtime->secrets) secrets.emplace(plan_.runtime->secrets->stream_scan());
+    // The stream's `usage` (section 10's token counts), counted when this
+    // attempt's relay ends, however it ends.
+    metrics::UsageTally usage(worker_.counters(slot_));
 
     // Ends the client stream after publication: the closing error event
     // (or nothing more when the upstream's own error event was forwarded).
-    auto close_published = [&](const policy::Classification& c, std::string_view code,
-                               bool forwarded_error) -> asio::awaitable<StreamEnd> {
+    // `outcome` is refused for a section 8 refusal (README: refusals are
+    // recorded refused, before or after publication), else terminal.
+    auto close_published = [&](const policy::Classification& c, std::string_view code, bool forwarded_error,
+                               std::string_view outcome = "terminal") -> asio::awaitable<StreamEnd> {
         if (!forwarded_error) {
             out += closing_error_event(plan_.endpoint, "the upstream stream broke before its end", code, 502,
                                        policy::to_string(c.cls), "terminal", "", attempts_);
@@ -458,7 +479,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         if (!co_await write_chunk(out)) co_return StreamEnd{true, false};  // the checked events, then the end
         out.clear();
         record_attempt(200, &c, code, "terminal", 0);
-        record_turn("terminal", 200, &c, code, "");
+        record_turn(outcome, 200, &c, code, "");
         const bool ok = co_await write("0\r\n\r\n");
         co_return StreamEnd{true, ok && keep_alive()};
     };
@@ -467,7 +488,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     // publication a 502 with its code; after it, the refused event is not
     // forwarded and the stream ends with the closing error event.
     auto refuse_in_stream = [&]() -> asio::awaitable<StreamEnd> {
-        if (answering) co_return co_await close_published(failed.classification, failed.code, false);
+        if (answering) co_return co_await close_published(failed.classification, failed.code, false, "refused");
         co_return StreamEnd{};
     };
 
@@ -520,6 +541,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
             policy::ProviderError declared;
             for (std::size_t i = 0; i < event->data.size(); ++i) {
                 const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                usage.see(info.usage);
                 if (identity && sse::refused(identity->on_line(info))) {
                     failed = refusal("model-identity", "model_identity_mismatch",
                                      "the upstream stream carried a model this route does not accept",
@@ -534,7 +556,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
                     // SPEC section 7: every data line must parse on its own.
                     policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
                                              "unparseable-event"};
-                    if (answering) co_return co_await close_published(c, "unparseable_event", false);
+                    if (answering) co_return co_await close_published(c, "unparseable_event", false, "refused");
                     failed.classification = c;
                     failed.code = "unparseable_event";
                     failed.message = "the upstream stream carried a data line that is not JSON";
@@ -675,6 +697,7 @@ asio::awaitable<bool> TurnRun::run() {
             if (!replay_matches(digest_, plan_.method, plan_.target, plan_.body)) co_return co_await digest_mismatch();
         }
         Failed failed;
+        attempt_started_ = Clock::now();
         Attempt a = co_await open_and_send();
         if (co_await cut()) co_return false;
         if (a.fault != Fault::none) {
@@ -748,7 +771,6 @@ asio::awaitable<bool> TurnRun::run() {
             // An upstream answer read whole leaves its connection reusable.
             if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
             waited_ms += decision.wait_ms;
-            worker_.shared().retry_wait_ms.fetch_add(decision.wait_ms);
             wait_timer.expires_after(std::chrono::milliseconds(decision.wait_ms));
             co_await wait_timer.async_wait(use_tuple);
             if (co_await cut()) co_return false;
@@ -819,11 +841,16 @@ TurnRun::Failed TurnRun::refusal(std::string_view rule, std::string_view code, s
 // model identity (on the endpoints that name one) and the credential scan
 // (text bodies).
 std::optional<TurnRun::Failed> TurnRun::check_body(transport::Exchange& ex, const std::string& body) {
+    // The body's `usage` counts whatever the verdict: the upstream spent the
+    // tokens. The identity walk reads it; without one, one more parse.
     if (plan_.identity) {
         auto seen = worker_.inspector().body_identity(body, plan_.endpoint);
+        metrics::count_usage(worker_.counters(slot_), seen.usage);
         if (sse::refused(sse::check_body_identity(seen, *plan_.identity)))
             return refusal("model-identity", "model_identity_mismatch",
                            "the upstream answered with a model this route does not accept", policy::ErrorClass::identity);
+    } else if (plan_.endpoint != policy::Endpoint::other) {
+        metrics::count_usage(worker_.counters(slot_), worker_.inspector().inspect(body, plan_.endpoint).usage);
     }
     const auto type = ex.head()[transport::http::field::content_type];
     const bool text = type.empty() || type.find("json") != std::string_view::npos ||
@@ -978,7 +1005,10 @@ asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& bod
 
 void TurnRun::give_back(Attempt& a) {
     a.exchange.reset();
-    worker_.pool(plan_.runtime->pool_keys[plan_.route_index]).give_back(std::move(a.connection));
+    a.busy.release();
+    auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
+    pool.give_back(std::move(a.connection));
+    note_idle(pool);
 }
 
 double TurnRun::draw() {
@@ -1023,7 +1053,8 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     a.error_class = "cancelled";
     a.decision = "cancelled";
     a.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan.deadline));
-    worker.shared().log.write(a);
+    const std::uint16_t slot = plan.runtime->metric_slots[plan.route_index];
+    worker.write_attempt(slot, a, ms_between(turn.attempt_started(), Clock::now()));
     TurnRecord r;
     r.attempts = std::max(1, turn.attempts());
     r.request_id = plan.request_id;
@@ -1033,7 +1064,7 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     r.error_class = "cancelled";
     r.stream = plan.wants_stream;
     r.duration_ms = ms_between(plan.started, Clock::now());
-    worker.shared().log.write(r);
+    worker.write_turn(slot, r);
     co_return false;
 }
 

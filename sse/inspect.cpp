@@ -156,6 +156,7 @@ BodyIdentity Inspector::body_identity(std::string_view body, Endpoint endpoint) 
     if (!impl_->walk(body, endpoint, {}, nullptr) || !impl_->info.object) return result;
     result.json_object = true;
     for (std::string_view model : impl_->info.models()) result.models.emplace_back(model);
+    result.usage = impl_->info.usage;
     return result;
 }
 

@@ -101,10 +101,12 @@ struct DataInfo {
 
 // A non-stream 200 body (section 8): is it a JSON object, and what models do
 // its identity fields name (top-level `model`; also `response.model` on
-// responses and `message.model` on messages; non-empty strings only).
+// responses and `message.model` on messages; non-empty strings only). The
+// same walk reads the body's `usage` for metrics, so it costs no second parse.
 struct BodyIdentity {
     bool json_object = false;
     std::vector<std::string> models;
+    Usage usage{};
 };
 
 class Inspector {

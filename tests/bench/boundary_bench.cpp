@@ -1,14 +1,12 @@
 // Micro-benchmark of the per-event response boundary checks (SPEC section 8)
-// on a typical ~200-byte chat chunk. Not built by default:
+// on a typical ~200-byte chat chunk. Not built by default; one of the
+// micro_benchmarks target (tests/bench/CMakeLists.txt):
 //
-//   cmake --build build-boundary --target mp_sse
-//   g++ -std=c++20 -O2 -DNDEBUG -I. tests/bench/boundary_bench.cpp
-//       build-boundary/sse/libmp_sse.a build-boundary/policy/libmp_policy.a
-//       $(pkg-config --cflags --libs libhs simdjson) -o build-boundary/boundary_bench
-//   build-boundary/boundary_bench [events]
+//   cmake --build BUILD --target boundary_bench && BUILD/tests/bench/boundary_bench [events]
+//   deploy/bench/run --micro                      (all of them)
 //
-// (one command line). Times are this thread's CPU time, the best of five
-// runs, so a loaded machine inflates them less than wall-clock time would.
+// Times are this thread's CPU time per event, the median of seven runs with
+// the min-max spread (tests/bench/bench.hpp).
 //
 // Prints ns per event for: identity alone (on an inspected line), the
 // credential stream scan alone (raw bytes + answer-text channel), both
@@ -17,42 +15,32 @@
 #include "sse/credentials.hpp"
 #include "sse/identity.hpp"
 #include "sse/inspect.hpp"
+#include "tests/bench/bench.hpp"
 
-#include <algorithm>
 #include <cstdio>
-#include <ctime>
-#include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace modelproxy::sse;
 using modelproxy::policy::Endpoint;
 
+using modelproxy::bench::Figure;
+using modelproxy::bench::keep;
+
 namespace {
 
 int sink = 0;
 
-double cpu_ns() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
-}
-
 template <class F>
-double ns_per_event(std::size_t events, F&& f) {
-    double best = 1e300;
-    for (int run = 0; run < 5; ++run) {
-        const double start = cpu_ns();
-        for (std::size_t i = 0; i < events; ++i) f(i);
-        best = std::min(best, (cpu_ns() - start) / static_cast<double>(events));
-    }
-    return best;
+Figure ns_per_event(std::size_t events, F&& f) {
+    return modelproxy::bench::ns_per_op(events, std::forward<F>(f));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::size_t events = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1'000'000;
+    const std::size_t events = modelproxy::bench::ops_from(argc, argv, 200'000);
 
     // A few different words so the text is not one repeated byte pattern.
     const std::vector<std::string> words = {" the", " quick", " brown", " fox", " jumps", " over", " lazy", " dog"};
@@ -79,23 +67,23 @@ int main(int argc, char** argv) {
     for (const std::string& line : lines) infos.push_back(inspector.inspect(line, Endpoint::chat_completions));
 
     StreamIdentity identity(rule);
-    const double id_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure id_ns = ns_per_event(events, [&](std::size_t i) {
         sink += static_cast<int>(identity.on_line(infos[i % infos.size()]));
     });
 
     StreamScan scan = scanner.stream_scan();
-    const double raw_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure raw_ns = ns_per_event(events, [&](std::size_t i) {
         sink += static_cast<int>(scan.feed_bytes(raws[i % raws.size()]));
     });
     scan.reset();
     AnswerTextExtractor extractor;
-    const double extract_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure extract_ns = ns_per_event(events, [&](std::size_t i) {
         sink += static_cast<int>(extractor.extract(lines[i % lines.size()], Endpoint::chat_completions).size());
     });
-    const double inspect_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure inspect_ns = ns_per_event(events, [&](std::size_t i) {
         sink += inspector.inspect(lines[i % lines.size()], Endpoint::chat_completions).answer_text;
     });
-    const double cred_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure cred_ns = ns_per_event(events, [&](std::size_t i) {
         const std::size_t k = i % lines.size();
         scan.feed_bytes(raws[k]);
         sink += static_cast<int>(scan.feed_data_line(lines[k], Endpoint::chat_completions));
@@ -103,7 +91,7 @@ int main(int argc, char** argv) {
 
     identity.reset();
     scan.reset();
-    const double both_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure both_ns = ns_per_event(events, [&](std::size_t i) {
         const std::size_t k = i % lines.size();
         sink += static_cast<int>(identity.on_line(infos[k]));
         scan.feed_bytes(raws[k]);
@@ -112,7 +100,7 @@ int main(int argc, char** argv) {
 
     identity.reset();
     scan.reset();
-    const double all_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure all_ns = ns_per_event(events, [&](std::size_t i) {
         const std::size_t k = i % lines.size();
         sink += static_cast<int>(identity.on_line(inspector.inspect(lines[k], Endpoint::chat_completions)));
         scan.feed_bytes(raws[k]);
@@ -120,7 +108,7 @@ int main(int argc, char** argv) {
     });
 
     const std::size_t attempts = events / 100 + 1;
-    const double open_ns = ns_per_event(attempts, [&](std::size_t) {
+    const Figure open_ns = ns_per_event(attempts, [&](std::size_t) {
         StreamScan fresh = scanner.stream_scan();
         sink += static_cast<int>(fresh.feed_bytes(raws[0]));
     });
@@ -128,22 +116,25 @@ int main(int argc, char** argv) {
     std::string body;
     for (int i = 0; i < 20; ++i) body += lines[static_cast<std::size_t>(i) % lines.size()];
     BodyScan block = scanner.body_scan();
-    const double body_ns = ns_per_event(events / 10 + 1, [&](std::size_t) { sink += block.contains_secret(body); });
+    const Figure body_ns = ns_per_event(events / 10 + 1, [&](std::size_t) { sink += block.contains_secret(body); });
 
     if (scan.verdict() != CredentialVerdict::clean || identity.finish() != IdentityVerdict::ok) {
         std::fprintf(stderr, "unexpected refusal: %.*s\n", static_cast<int>(scan.matched_rule().size()),
                      scan.matched_rule().data());
         return 1;
     }
+    keep(sink);
     std::printf("events: %zu\n", events);
-    std::printf("identity (StreamIdentity::on_line)             %7.1f ns/event\n", id_ns);
-    std::printf("  raw bytes stream scan alone                  %7.1f ns/event\n", raw_ns);
-    std::printf("  answer-text extraction alone (simdjson)      %7.1f ns/event\n", extract_ns);
-    std::printf("Inspector::inspect alone (existing, reference) %7.1f ns/event\n", inspect_ns);
-    std::printf("credentials (raw + answer-text stream scan)    %7.1f ns/event\n", cred_ns);
-    std::printf("identity + credentials                         %7.1f ns/event\n", both_ns);
-    std::printf("Inspector::inspect + identity + credentials    %7.1f ns/event\n", all_ns);
-    std::printf("StreamScan per attempt (clone scratch, open)   %7.1f ns\n", open_ns);
-    std::printf("BodyScan::contains_secret, %zu-byte body      %7.1f ns\n", body.size(), body_ns);
+    using modelproxy::bench::print;
+    print("identity (StreamIdentity::on_line)", id_ns, "ns/event");
+    print("  raw bytes stream scan alone", raw_ns, "ns/event");
+    print("  answer-text extraction alone (simdjson)", extract_ns, "ns/event");
+    print("Inspector::inspect alone (reference)", inspect_ns, "ns/event");
+    print("credentials (raw + answer-text stream scan)", cred_ns, "ns/event");
+    print("identity + credentials", both_ns, "ns/event");
+    print("Inspector::inspect + identity + credentials", all_ns, "ns/event");
+    print("StreamScan per attempt (clone scratch, open)", open_ns, "ns");
+    std::printf("BodyScan::contains_secret on a %zu-byte body:\n", body.size());
+    print("  one body", body_ns, "ns");
     return 0;
 }

@@ -178,7 +178,7 @@ TEST_CASE("the \"*\" route accepts the requested name plus a date suffix, never 
 // ---------------------------------------------------------------------------
 // Model identity, streams
 
-TEST_CASE("a foreign-model event after publication is not forwarded; a closing error event ends the stream",
+TEST_CASE("a foreign-model event after publication is not forwarded, a closing error event ends the stream",
           "[boundary]") {
     FakeProvider fake;
     const std::vector<std::string> good{role_event("m"), text_event("m", "Hello")};
@@ -247,7 +247,7 @@ TEST_CASE("an answer echoing the configured upstream key is refused and the key 
     CHECK(proxy->stderr_text().find(key) == std::string::npos);
 }
 
-TEST_CASE("a default secret shape as a whole token is refused; inside a word or too short it passes",
+TEST_CASE("a default secret shape as a whole token is refused, inside a word or too short it passes",
           "[boundary]") {
     FakeProvider fake;
     auto proxy = start_proxy(one_route(fake, "[m]"));

@@ -428,7 +428,7 @@ TEST_CASE("an unused port refuses, a silent listener accepts and never answers",
 // ---------------------------------------------------------------------------
 // TLS
 
-TEST_CASE("TLS: a client trusting the test CA verifies localhost; another CA or name fails", "[fake_provider][tls]") {
+TEST_CASE("TLS: a client trusting the test CA verifies localhost, another CA or name fails", "[fake_provider][tls]") {
     TestCa ca;
     TestCa other("unrelated test CA");
     const CertFiles server = ca.issue_server();

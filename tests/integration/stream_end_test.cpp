@@ -28,7 +28,7 @@ const std::string done = "data: [DONE]\n\n";
 
 }  // namespace
 
-TEST_CASE("an error event after answer text is forwarded as it is and ends the stream; the [DONE] after it is not",
+TEST_CASE("an error event after answer text is forwarded as it is and ends the stream, the [DONE] after it is not",
           "[stream]") {
     FakeProvider fake;
     fake.push(Script::sse({role, text, error_event, done}));

@@ -163,7 +163,7 @@ void check_error_event_replayed(const std::string& path, const std::string& requ
 // ---------------------------------------------------------------------------
 // Hold-back and replay before answer text
 
-TEST_CASE("a stream that ends after the role chunk is replayed; the client sees only the good attempt",
+TEST_CASE("a stream that ends after the role chunk is replayed, the client sees only the good attempt",
           "[stream]") {
     FakeProvider fake;
     fake.push(Script::sse({role_event("bad")}));

@@ -45,7 +45,7 @@ routes:
 
 }  // namespace
 
-TEST_CASE("a set key variable fills api_key; a route without api_key_env stays pass-through") {
+TEST_CASE("a set key variable fills api_key, a route without api_key_env stays pass-through") {
     mc::Config config = load_ok(two_routes);
     const mc::EnvResult result = mc::resolve_environment(config, fake_env({{"OPENAI_API_KEY", "sk-test-123"}}));
     CHECK(result.errors.empty());

@@ -155,7 +155,7 @@ TEST_CASE("bad model entries") {
     CHECK(problem_lines(one_route("name: r, upstream: 'http://h', models: " + models)) == Lines{expected});
 }
 
-TEST_CASE("a model name is served by one route only; the second occurrence is named") {
+TEST_CASE("a model name is served by one route only, the second occurrence is named") {
     CHECK(problem_lines(R"(routes:
   - {name: openai, upstream: 'https://api.openai.com/v1', models: [gpt-4o, o3]}
   - {name: azure, upstream: 'https://x.example/v1', models: [gpt-5, {name: o3, upstream_model: o3-2025}]}

@@ -114,7 +114,7 @@ TEST_CASE("HTTP-date forms to Unix seconds, no locale, no TZ", "[retry_after]") 
     CHECK(parse_http_date(text, now) == expected);
 }
 
-TEST_CASE("retry-after-ms is preferred; an unparseable value is ignored", "[retry_after]") {
+TEST_CASE("retry-after-ms is preferred, an unparseable value is ignored", "[retry_after]") {
     using H = std::optional<std::string>;
     auto [ms_header, header, expected] = GENERATE(table<H, H, Ms>({
         {"250", "3", 250},

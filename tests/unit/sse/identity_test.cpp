@@ -196,7 +196,7 @@ TEST_CASE("StreamIdentity: Messages and Responses identity fields", "[identity]"
     CHECK(run(o3, responses, Endpoint::responses).final == IdentityVerdict::ok);
 }
 
-TEST_CASE("StreamIdentity: the first refusal is final; reset starts over", "[identity]") {
+TEST_CASE("StreamIdentity: the first refusal is final, reset starts over", "[identity]") {
     const IdentityRule rule = IdentityRule::wildcard_for("gpt-4o");
     Inspector inspector;
     StreamIdentity identity(rule);

@@ -1,0 +1,85 @@
+# Turns deploy/bench/run's raw samples into the markdown report: medians with
+# ratios to nginx, the spread (min-max over the repeats), and one pass/fail
+# line per target of modelproxy issue 7.
+#
+# Input: one sample per line, tab-separated: repeat, target (direct | nginx |
+# modelproxy), metric, value. Metrics:
+#   rps         requests/s at 64 connections (non-stream chat completion)
+#   cpu_req     the proxy's CPU µs per request over that run
+#   p50, p99    µs at 1 connection (wrk's histogram)
+#   sps         200-event streams/s at 16 connections
+#   cpu_stream  the proxy's CPU µs per stream over that run
+#   rss_load    MiB, after a repeat's load runs
+#   rss_idle    MiB, with 1000 idle keep-alive connections
+#   errors      wrk's socket errors plus non-2xx answers, per run
+# A metric with no sample (the direct target has no proxy process) prints "-".
+BEGIN { FS = "\t"; ntargets = split("direct nginx modelproxy", targets, " ") }
+
+{ key = $2 SUBSEP $3; n[key]++; v[key, n[key]] = $4 + 0; if ($3 == "errors") errors[$2] += $4 }
+
+function median(key,    k, i, j, t, a) {
+    k = n[key]
+    if (k == 0) return ""
+    for (i = 1; i <= k; i++) a[i] = v[key, i]
+    for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+}
+function lo(key,    i, m) { m = v[key, 1]; for (i = 2; i <= n[key]; i++) if (v[key, i] < m) m = v[key, i]; return m }
+function hi(key,    i, m) { m = v[key, 1]; for (i = 2; i <= n[key]; i++) if (v[key, i] > m) m = v[key, i]; return m }
+function fmt(x, digits) { return x == "" ? "-" : sprintf("%." digits "f", x) }
+function med(t, m, digits) { return fmt(median(t SUBSEP m), digits) }
+function spread(t, m, digits,    key) {
+    key = t SUBSEP m
+    return n[key] ? fmt(lo(key), digits) "-" fmt(hi(key), digits) : "-"
+}
+function ratio(t, m,    a, b) {
+    a = median(t SUBSEP m); b = median("nginx" SUBSEP m)
+    return (a == "" || b == "" || b == 0) ? "-" : sprintf("%.2fx", a / b)
+}
+function delta(t, m,    a, b) {
+    a = median(t SUBSEP m); b = median("nginx" SUBSEP m)
+    return (a == "" || b == "") ? "-" : sprintf("%+.0f", a - b)
+}
+function verdict(ok) { return ok ? "PASS" : "FAIL" }
+
+END {
+    print "| proxy | CPU µs / request | x nginx | CPU µs / 200-event stream | x nginx | p50 / p99 µs, 1 conn | vs nginx µs | RSS MiB, 1000 idle conns | req/s, 64 conns | x nginx | streams/s, 16 conns | x nginx | RSS MiB after load |"
+    print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    for (i = 1; i <= ntargets; i++) {
+        t = targets[i]
+        printf "| %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s |\n", t,
+            med(t, "cpu_req", 1), ratio(t, "cpu_req"), med(t, "cpu_stream", 0), ratio(t, "cpu_stream"),
+            med(t, "p50", 0), med(t, "p99", 0), delta(t, "p50"), delta(t, "p99"),
+            med(t, "rss_idle", 1), med(t, "rps", 0), ratio(t, "rps"), med(t, "sps", 0), ratio(t, "sps"),
+            med(t, "rss_load", 1)
+    }
+    print ""
+    print "Spread over the repeats (min-max):"
+    print ""
+    print "| proxy | CPU µs / request | CPU µs / stream | p50 µs | p99 µs | RSS MiB idle | req/s | streams/s | RSS MiB after load | failed requests |"
+    print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    for (i = 1; i <= ntargets; i++) {
+        t = targets[i]
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", t,
+            spread(t, "cpu_req", 1), spread(t, "cpu_stream", 0), spread(t, "p50", 0), spread(t, "p99", 0),
+            spread(t, "rss_idle", 1), spread(t, "rps", 0), spread(t, "sps", 0), spread(t, "rss_load", 1), errors[t]
+    }
+    print ""
+    m = "modelproxy"; g = "nginx"
+    cr = median(m SUBSEP "cpu_req"); gr = median(g SUBSEP "cpu_req")
+    cs = median(m SUBSEP "cpu_stream"); gs = median(g SUBSEP "cpu_stream")
+    p50 = median(m SUBSEP "p50"); g50 = median(g SUBSEP "p50")
+    p99 = median(m SUBSEP "p99"); g99 = median(g SUBSEP "p99")
+    idle = median(m SUBSEP "rss_idle")
+    if (cr == "" || gr == "" || cs == "" || gs == "" || p50 == "" || p99 == "" || idle == "") {
+        print "Targets: not judged (a figure is missing)"
+        exit 0
+    }
+    printf "- %s CPU per non-stream request <= 1.1x nginx: %.1f vs %.1f µs (%.2fx)\n", verdict(cr <= 1.1 * gr), cr, gr, cr / gr
+    printf "- %s CPU per 200-event stream <= 1.5x nginx, every event checked: %.0f vs %.0f µs (%.2fx)\n", verdict(cs <= 1.5 * gs), cs, gs, cs / gs
+    printf "- %s p50 at 1 connection <= nginx + 10 µs: %.0f vs %.0f µs\n", verdict(p50 <= g50 + 10), p50, g50
+    printf "- %s p99 at 1 connection <= nginx + 50 µs: %.0f vs %.0f µs\n", verdict(p99 <= g99 + 50), p99, g99
+    printf "- %s RSS with 1000 idle connections <= 24 MiB: %.1f MiB\n", verdict(idle <= 24), idle
+    if (errors[m] + errors[g] + errors["direct"] > 0)
+        print "- WARNING: some requests failed (see the failed requests column); their runs' figures are suspect"
+}
