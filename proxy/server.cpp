@@ -12,6 +12,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -175,6 +176,14 @@ void Worker::stop_accepting() {
 
 void Worker::stop() { io_.stop(); }
 
+void Worker::keep_pools(std::vector<std::string> keys) {
+    asio::post(io_, [this, keys = std::move(keys)] {
+        std::erase_if(pools_, [&](const auto& entry) {
+            return std::find(keys.begin(), keys.end(), entry.first) == keys.end();
+        });
+    });
+}
+
 void Worker::end_turns() {
     asio::post(io_, [this] { drain_limit_.cancel(); });
 }
@@ -290,6 +299,7 @@ int serve(const ServeOptions& options) {
                 const auto current = shared.runtime.load();
                 if (auto fresh = load_runtime(options, &current->config)) {
                     shared.runtime.store(fresh);
+                    for (auto& w : workers) w->keep_pools(fresh->pool_keys);
                     say("config reloaded");
                 } else {
                     say("reload refused; the previous config stays in force");

@@ -65,6 +65,15 @@ public:
     asio::io_context& io() { return io_; }
     Shared& shared() { return shared_; }
     transport::Pool& pool(const std::string& key) { return pools_[key]; }
+    // The pool a finished attempt gives its connection back to; null when a
+    // reload dropped that pool (the connection is then closed).
+    transport::Pool* pool_if_kept(const std::string& key) {
+        auto it = pools_.find(key);
+        return it == pools_.end() ? nullptr : &it->second;
+    }
+    // After a reload: closes the pools of older config generations, so their
+    // idle connections do not stay open forever. Thread-safe (posts).
+    void keep_pools(std::vector<std::string> keys);
     int index() const { return index_; }
     // One SSE inspector per worker: it keeps simdjson's buffers warm, and a
     // worker runs one event at a time.

@@ -1006,9 +1006,15 @@ asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& bod
 void TurnRun::give_back(Attempt& a) {
     a.exchange.reset();
     a.busy.release();
-    auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
-    pool.give_back(std::move(a.connection));
-    note_idle(pool);
+    // A turn of a config generation that a reload replaced finds its pool
+    // gone: the connection closes instead of refilling a pool nothing uses.
+    transport::Pool* pool = worker_.pool_if_kept(plan_.runtime->pool_keys[plan_.route_index]);
+    if (!pool) {
+        a.connection.reset();
+        return;
+    }
+    pool->give_back(std::move(a.connection));
+    note_idle(*pool);
 }
 
 double TurnRun::draw() {

@@ -392,3 +392,30 @@ TEST_CASE("reload: SIGHUP reopens the --log file, so a renamed log is followed b
     }
     CHECK(proxy.stdout_lines().empty());  // records go to the file only
 }
+
+TEST_CASE("reload: the old generation's pooled upstream connection is closed, the new one opens its own",
+          "[reload]") {
+    FakeProvider one;
+    one.set_default(Script::json(200, chat_answer("gpt-a")));
+    ProxyProcess proxy({.config_yaml = config({route("one", one, "gpt-a")}) + "workers: 1\n"});
+    proxy.start();
+    HttpClient client = proxy.client();
+
+    REQUIRE(post(client, "gpt-a", "first").status == 200);
+    REQUIRE(post(client, "gpt-a", "second").status == 200);
+    CHECK(one.connections_accepted() == 1);  // pooled: the second turn reused it
+    REQUIRE(one.wait_for_connections(1, bound));
+    CHECK(one.connections_open() == 1);
+
+    proxy.write_config(config({route("one", one, "gpt-a")}) + "workers: 1\n");
+    CHECK(reload(proxy, 1) == reloaded);
+
+    // The old generation's idle connection is closed by the reload...
+    const auto until = Clock::now() + bound;
+    while (one.connections_open() != 0 && Clock::now() < until) std::this_thread::sleep_for(10ms);
+    CHECK(one.connections_open() == 0);
+    // ...and the new generation connects afresh and pools its own.
+    REQUIRE(post(client, "gpt-a", "third").status == 200);
+    REQUIRE(post(client, "gpt-a", "fourth").status == 200);
+    CHECK(one.connections_accepted() == 2);
+}
