@@ -5,11 +5,40 @@
 
 namespace modelproxy::config {
 
-std::string Problem::line() const {
-    if (path.empty()) {
-        return why;
+namespace {
+
+// A problem is printed as one line (SPEC section 2), but its path and reason
+// echo keys and values from the file, which may hold line breaks: those and
+// other control characters (not tab) are written escaped, so a value cannot
+// end its line early or forge the next one.
+void append_escaped(std::string& out, std::string_view text) {
+    static constexpr char hex[] = "0123456789abcdef";
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if ((u < 0x20 && c != '\t') || u == 0x7f) {
+            out += "\\x";
+            out += hex[u >> 4];
+            out += hex[u & 0xF];
+        } else {
+            out += c;
+        }
     }
-    return path + ": " + why;
+}
+
+}  // namespace
+
+std::string Problem::line() const {
+    std::string out;
+    append_escaped(out, path);
+    if (!path.empty()) {
+        out += ": ";
+    }
+    append_escaped(out, why);
+    return out;
 }
 
 ModelMatch find_model(const Config& config, std::string_view client_model) {

@@ -98,7 +98,9 @@ struct Config {
 struct Problem {
     std::string path;                    // "routes[1].retry.max_attempts"; "" for the document itself
     std::string why;
-    std::string line() const;            // "routes[1].retry.max_attempts: must be 1..16, got 40"
+    // "routes[1].retry.max_attempts: must be 1..16, got 40"; one line: a CR,
+    // LF or other control character (not tab) echoed from the file is escaped.
+    std::string line() const;
 };
 
 struct LoadResult {

@@ -4,7 +4,11 @@
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <exception>
+#include <optional>
+#include <sstream>
 
 namespace modelproxy::config::detail {
 namespace {
@@ -15,6 +19,40 @@ std::string syntax_why(const YAML::Exception& error) {
     }
     return "YAML syntax error at line " + std::to_string(error.mark.line + 1) + ", column " +
            std::to_string(error.mark.column + 1) + ": " + error.msg;
+}
+
+// Where each document starts; every other event is dropped.
+class DocumentStarts : public YAML::EventHandler {
+public:
+    std::vector<YAML::Mark> starts;
+    void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+// yaml-cpp 0.7 cannot get past some malformed input (a ',' where a document
+// should start): its parser then yields empty documents at the same place
+// forever, and YAML::LoadAll allocates one node per document until memory
+// runs out (found by tests/fuzz/config_fuzz). So the documents are walked
+// first, without building nodes; where one starts at the same place as the
+// one before, that place is the syntax error. Throws what the parser throws.
+std::optional<YAML::Mark> stuck_at(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts handler;
+    while (parser.HandleNextDocument(handler)) {
+        const auto& s = handler.starts;
+        if (s.size() >= 2 && s[s.size() - 1].pos == s[s.size() - 2].pos) {
+            return s.back();
+        }
+    }
+    return std::nullopt;
 }
 
 void read_listen(MapReader& top, Config& config) {
@@ -168,7 +206,14 @@ LoadResult load_config(std::string_view yaml_text) {
     LoadResult result;
     std::vector<YAML::Node> documents;
     try {
-        documents = YAML::LoadAll(std::string(yaml_text));
+        const std::string text(yaml_text);
+        if (const auto mark = detail::stuck_at(text)) {
+            result.problems.push_back(Problem{"", "YAML syntax error at line " + std::to_string(mark->line + 1) +
+                                                      ", column " + std::to_string(mark->column + 1) +
+                                                      ": unexpected text where a document should start"});
+            return result;
+        }
+        documents = YAML::LoadAll(text);
     } catch (const YAML::Exception& error) {
         result.problems.push_back(Problem{"", detail::syntax_why(error)});
         return result;

@@ -195,6 +195,12 @@ std::variant<Upstream, std::string> parse_upstream(std::string_view url) {
         upstream.port = *port;
     }
     std::string_view path(view.encoded_path().data(), view.encoded_path().size());
+    if (!path.empty() && path.front() != '/') {
+        // RFC 3986: a path after an authority starts with '/'. Boost.URL 1.81
+        // parses "http://h:9a/v1" as port 9 and path "a/v1" (found by
+        // tests/fuzz/config_fuzz), which would put "a/v1/..." on the request line.
+        return std::string("must be http(s)://HOST[:PORT] then a path starting with '/'");
+    }
     if (has_dot_segment(path)) {
         return std::string("path must not contain '.' or '..' segments");
     }

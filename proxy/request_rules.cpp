@@ -307,7 +307,13 @@ bool valid_value(od::value& value, int depth) {
         }
         return true;
     }
-    return valid_scalar(type, scalar_token(value));
+    if (!valid_scalar(type, scalar_token(value))) return false;
+    if (type != od::json_type::string) return true;
+    // A string is consumed, not only peeked at: simdjson on-demand steps over
+    // an unconsumed string by its structure alone, and so took
+    // {"a":"b":"c"},"d":1} for an object (found by tests/fuzz/request_fuzz).
+    od::raw_json_string consumed;
+    return !value.get_raw_json_string().get(consumed);
 }
 
 bool document_at_end(od::document& doc) {

@@ -13,7 +13,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 
 namespace modelproxy::transport {
@@ -39,6 +42,17 @@ bool iequals(std::string_view a, std::string_view b) {
         if (x != y) return false;
     }
     return true;
+}
+
+// An idle HTTP/1.1 connection has nothing to say. Bytes waiting on it (an
+// answer longer than its framing said, a second answer nobody asked for, or a
+// close) mean it must not carry another request: they would be read as that
+// request's answer.
+bool quiet(Connection& c) {
+    if (c.buffer().size() != 0) return false;
+    char byte;
+    const ssize_t n = ::recv(c.tcp().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
 std::string_view trim(std::string_view s) {
@@ -180,7 +194,7 @@ std::unique_ptr<Connection> Pool::take() {
     while (!idle_.empty()) {
         auto connection = std::move(idle_.back());
         idle_.pop_back();
-        if (now - connection->idle_since() < max_idle_age) {
+        if (now - connection->idle_since() < max_idle_age && quiet(*connection)) {
             connection->mark_reused();
             return connection;
         }
@@ -296,13 +310,14 @@ asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::
     if (ec) {
         m.failed = true;
         if (ec == beast::error::timeout) co_return on_timeout;
-        if (is_drop(ec)) co_return Fault::dropped_in_body;
-        co_return Fault::bad_response;
+        // A drop, or framing that is not HTTP (a bad chunk size, a chunk
+        // longer than its size): either way the body broke after its head.
+        co_return Fault::dropped_in_body;
     }
     if (m.inflater) {
         if (!m.inflater->feed(std::string_view(buffer.data(), got), out)) {
             m.failed = true;
-            co_return Fault::bad_response;
+            co_return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
         }
     } else {
         out.append(buffer.data(), got);
@@ -313,7 +328,9 @@ asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::
 
 bool Exchange::reusable() const {
     const Impl& m = *impl_;
-    return !m.failed && m.parser && m.parser->is_done() && m.parser->keep_alive();
+    // Bytes already read past the end of the message: see quiet().
+    return !m.failed && m.parser && m.parser->is_done() && m.parser->keep_alive() &&
+           m.connection.buffer().size() == 0;
 }
 
 }  // namespace modelproxy::transport

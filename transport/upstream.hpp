@@ -48,11 +48,11 @@ enum class Fault {
     connect_reset,         // reset or other failure while connecting / handshaking
     connect_timeout,       // connect_timeout_ms fired
     dropped_before_head,   // connection lost before the response head was complete
-    dropped_in_body,       // connection lost while the body transferred
+    dropped_in_body,       // connection lost, or framing broken, while the body transferred
     deadline,              // the turn deadline fired
     idle_timeout,          // stream_idle_timeout_ms fired
     body_too_large,        // more than max_response_body_bytes
-    bad_response,          // the upstream's bytes are not valid HTTP
+    bad_response,          // the upstream's head is not valid HTTP (or is above 64 KiB)
     unsupported_encoding,  // a content coding other than identity/gzip/deflate
     stale_connection,      // a reused connection failed before any response byte
 };

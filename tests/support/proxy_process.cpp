@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <regex>
 #include <stdexcept>
@@ -194,6 +195,35 @@ void ProxyProcess::start() {
 }
 
 pid_t ProxyProcess::pid() const { return child_ ? child_->pid() : -1; }
+
+std::int64_t ProxyProcess::rss_kib() const {
+    if (!child_) return -1;
+    std::ifstream status("/proc/" + std::to_string(child_->pid()) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        // "VmRSS:\t   12345 kB"
+        if (!line.starts_with("VmRSS:")) continue;
+        try {
+            return std::stoll(line.substr(6));
+        } catch (const std::exception&) {
+            return -1;
+        }
+    }
+    return -1;
+}
+
+int ProxyProcess::open_fds() const {
+    if (!child_) return -1;
+    std::error_code ec;
+    std::filesystem::directory_iterator it("/proc/" + std::to_string(child_->pid()) + "/fd", ec);
+    if (ec) return -1;
+    int n = 0;
+    for (const auto& entry : it) {
+        (void)entry;
+        ++n;
+    }
+    return n;
+}
 
 HttpClient ProxyProcess::client(HttpClient::Options options) const { return HttpClient(port_, std::move(options)); }
 

@@ -60,6 +60,12 @@ public:
     std::uint16_t port() const { return port_; }
     const std::string& host() const { return host_; }
     pid_t pid() const;
+    // What /proc says of the running proxy, for resource-bound tests: its
+    // resident set size (VmRSS) in KiB and its open file descriptors (the
+    // entries of /proc/<pid>/fd). -1 when the process is not running or
+    // /proc cannot be read.
+    std::int64_t rss_kib() const;
+    int open_fds() const;
     const std::filesystem::path& config_path() const { return config_path_; }
     const TempDir& dir() const { return dir_; }
     // Atomically replaces the config file (then signal(SIGHUP) to reload).

@@ -284,6 +284,11 @@ TEST_CASE("inspect_json_body tells valid non-objects from invalid JSON", "[reque
         {R"({"a":[1,2})", JsonShape::invalid},
         {R"({"a":[1,]})", JsonShape::invalid},
         {R"({"model":"a" "b"})", JsonShape::invalid},
+        // A colon after a string value (found by tests/fuzz/request_fuzz).
+        {R"({"a":"b":"c"},"d":1})", JsonShape::invalid},
+        {R"({"metadata":"{model":"claude"},"model":"x"})", JsonShape::invalid},
+        {R"({"a":["b":"c"],"d":1})", JsonShape::invalid},
+        {R"(["a":"b"],1])", JsonShape::invalid},
         {"{\"a\":\"x\ty\"}", JsonShape::invalid},
         {"{\"a\":\"x\ny\"}", JsonShape::invalid},
         {"{\"a\":\"\xFF\"}", JsonShape::invalid},

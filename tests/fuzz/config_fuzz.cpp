@@ -1,0 +1,129 @@
+// libFuzzer target for the config loader (config/config.hpp): the whole input
+// is a YAML document given to load_config, then to resolve_environment with
+// a fixed environment.
+//
+// Checked (abort() on failure; an exception escaping is a crash too, since
+// loading "never throws"):
+//  - a Config exactly when there is no problem;
+//  - every problem line, environment error and notice is non-empty and has no
+//    CR or LF: `modelproxy check` prints one line per problem (SPEC section 2)
+//    and a value from the file must not be able to forge a second one;
+//  - a loaded Config keeps SPEC section 3's rules: at least one route, every
+//    integer in its schema range, base_delay_ms <= max_delay_ms,
+//    min_attempt_ms < timeout_ms, a model name in one route only, at most one
+//    "*" route, find_model() finds every listed model in its own route, a
+//    parsed upstream with a host and a port.
+#include "check.hpp"
+
+#include "config/config.hpp"
+#include "config/schema.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace {
+
+using namespace modelproxy::config;
+
+void check_line(std::string_view line) {
+    MP_FUZZ_CHECK_THAT(!line.empty(), "an empty problem line");
+    MP_FUZZ_CHECK_THAT(line.find('\n') == std::string_view::npos && line.find('\r') == std::string_view::npos,
+                       "a problem line holds a line break");
+}
+
+void check_range(std::string_view schema_path, std::int64_t value) {
+    const detail::IntRange& range = detail::integer_range(schema_path);
+    const bool off = range.zero_is_off && value == 0;
+    MP_FUZZ_CHECK_THAT(off || (value >= range.min && value <= range.max), "a loaded integer is outside its range");
+}
+
+void check_retry(const modelproxy::policy::RetryConfig& r, std::string_view prefix) {
+    const std::string p(prefix);
+    check_range(p + "max_attempts", r.max_attempts);
+    check_range(p + "base_delay_ms", r.base_delay_ms);
+    check_range(p + "max_delay_ms", r.max_delay_ms);
+    check_range(p + "max_total_delay_ms", r.max_total_delay_ms);
+    check_range(p + "throttled_max_attempts", r.throttled_max_attempts);
+    check_range(p + "throttled_max_total_delay_ms", r.throttled_max_total_delay_ms);
+    check_range(p + "min_attempt_ms", r.min_attempt_ms);
+    MP_FUZZ_CHECK(r.base_delay_ms <= r.max_delay_ms);
+}
+
+void check_config(const Config& c) {
+    MP_FUZZ_CHECK(!c.listen_host.empty());
+    check_range("workers", c.workers);
+    check_range("limits.max_request_body_bytes", c.limits.max_request_body_bytes);
+    check_range("limits.max_header_bytes", c.limits.max_header_bytes);
+    check_range("limits.max_response_body_bytes", c.limits.max_response_body_bytes);
+    check_range("limits.header_timeout_ms", c.limits.header_timeout_ms);
+    check_range("limits.idle_timeout_ms", c.limits.idle_timeout_ms);
+    check_range("limits.max_connections", c.limits.max_connections);
+    check_range("limits.drain_ms", c.limits.drain_ms);
+    check_retry(c.retry, "retry.");
+
+    MP_FUZZ_CHECK_THAT(!c.routes.empty(), "a Config without routes");
+    std::set<std::string> route_names;
+    std::set<std::string> model_names;
+    int wildcards = 0;
+    for (const Route& route : c.routes) {
+        MP_FUZZ_CHECK(!route.name.empty() && route_names.insert(route.name).second);
+        MP_FUZZ_CHECK(!route.upstream.host.empty() && route.upstream.port != 0);
+        std::string scheme = route.upstream_url.substr(0, 8);
+        for (char& ch : scheme) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+        MP_FUZZ_CHECK(route.upstream.https == (scheme == "https://"));
+        MP_FUZZ_CHECK(route.upstream.base_path.empty() || route.upstream.base_path.front() == '/');
+        check_range("routes[].connect_timeout_ms", route.connect_timeout_ms);
+        check_range("routes[].timeout_ms", route.timeout_ms);
+        check_range("routes[].stream_idle_timeout_ms", route.stream_idle_timeout_ms);
+        check_range("routes[].stream_head_hold_ms", route.stream_head_hold_ms);
+        check_range("routes[].max_stream_ms", route.max_stream_ms);
+        check_retry(route.retry, "retry.");
+        MP_FUZZ_CHECK_THAT(route.retry.min_attempt_ms < route.timeout_ms, "min_attempt_ms >= timeout_ms passed");
+        MP_FUZZ_CHECK(!route.api_key_header.empty());
+        if (route.wildcard) ++wildcards;
+        MP_FUZZ_CHECK(route.wildcard || !route.models.empty());
+        for (const Model& model : route.models) {
+            MP_FUZZ_CHECK(!model.name.empty() && model.name != "*");
+            MP_FUZZ_CHECK_THAT(model_names.insert(model.name).second, "a model name in two routes");
+            MP_FUZZ_CHECK(!model.upstream_model.empty() && !model.accept.empty());
+            const ModelMatch match = find_model(c, model.name);
+            MP_FUZZ_CHECK(match.route == &route && match.model == &model);
+        }
+    }
+    MP_FUZZ_CHECK_THAT(wildcards <= 1, "two \"*\" routes");
+    MP_FUZZ_CHECK((wildcard_route(c) != nullptr) == (wildcards == 1));
+}
+
+// Every variable set, to a value that is fine in a header, except names
+// ending in _BAD (a control character) and _EMPTY ("").
+const char* fake_getenv(const char* name) {
+    const std::string_view n(name);
+    if (n.ends_with("_BAD")) return "line\nbreak";
+    if (n.ends_with("_EMPTY")) return "";
+    if (n.ends_with("_UNSET")) return nullptr;
+    return "tok-1, tok-2";
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(bytes), size);
+    LoadResult loaded = load_config(text);
+    MP_FUZZ_CHECK_THAT(loaded.config.has_value() == loaded.problems.empty(),
+                       "a Config and problems together, or neither");
+    for (const Problem& p : loaded.problems) check_line(p.line());
+    if (!loaded.config) return 0;
+
+    Config& config = *loaded.config;
+    check_config(config);
+    const EnvResult env = resolve_environment(config, fake_getenv);
+    for (const Problem& p : env.errors) check_line(p.line());
+    for (const std::string& notice : env.notices) check_line(notice);
+    for (const Route& route : config.routes)
+        if (route.api_key) MP_FUZZ_CHECK(std::strchr(route.api_key->c_str(), '\n') == nullptr);
+    return 0;
+}
