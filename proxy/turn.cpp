@@ -517,7 +517,9 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         if (done || fault != Fault::none) reader.finish();
 
         while (const sse::Event* event = reader.next()) {
-            if (!event->terminated && event->data.empty()) continue;
+            // An event cut off by a broken read is part of the break (SPEC
+            // sections 5 and 7), not a data line to judge: never inspected.
+            if (!event->terminated && (event->data.empty() || fault != Fault::none)) continue;
             if (secrets &&
                 secrets->feed_event(*event, plan_.endpoint) == sse::CredentialVerdict::credential_in_response) {
                 failed = refusal("credential", "credential_in_response",

@@ -213,13 +213,10 @@ TEST_CASE("an upstream whose TLS handshake never finishes: 502 network, connect-
     CHECK(health.status == 200);
 }
 
-// Hidden until proxy/turn.cpp reads a broken stream's unterminated last event
-// as a break, not as a data line: today an upstream that drops in the middle
-// of an event is refused as 502 unparseable_event (class identity, terminal,
-// one attempt) instead of being replayed as a dropped connection (SPEC
-// sections 5 and 7). Run with: integration_tests "[known-bug]"
-TEST_CASE("an upstream that resets in the middle of an event before answer text is replayed",
-          "[.][hostile][known-bug]") {
+// A broken stream's unterminated last event is part of the break, not a data
+// line: an upstream that drops in the middle of an event is replayed as a
+// dropped connection (SPEC sections 5 and 7), not refused unparseable_event.
+TEST_CASE("an upstream that resets in the middle of an event before answer text is replayed", "[hostile]") {
     FakeProvider fake;
     auto proxy = start_proxy(fake.base_url("/v1"));
     const std::string role =
