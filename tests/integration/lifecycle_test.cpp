@@ -137,6 +137,62 @@ TEST_CASE("SIGTERM drains: the in-flight turn completes, new connections are ref
     CHECK(fake.request_count() == 1);
 }
 
+TEST_CASE("SIGTERM with a stream in flight: the stream completes with [DONE], /readyz is 503 meanwhile, exit 0",
+          "[lifecycle]") {
+    FakeProvider fake;
+    auto event = [](std::string_view delta, std::string_view finish = "null") {
+        return "data: {\"id\":\"s1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-test\",\"choices\":"
+               "[{\"index\":0,\"delta\":" +
+               std::string(delta) + ",\"finish_reason\":" + std::string(finish) + "}]}\n\n";
+    };
+    // Answer text first (so the stream is published), then a pause the
+    // signal arrives in, then the rest of the stream.
+    fake.push(Script{}
+                  .write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+                  .chunk(event(R"({"role":"assistant","content":""})"))
+                  .chunk(event(R"({"content":"before "})"))
+                  .sleep(800ms)
+                  .chunk(event(R"({"content":"after"})"))
+                  .chunk(event("{}", R"("stop")") + "data: [DONE]\n\n")
+                  .last_chunk());
+    ProxyProcess proxy({.config_yaml = config_for(fake)});
+    proxy.start();
+
+    HttpClient probe = proxy.client();  // a keep-alive connection opened before the signal
+    REQUIRE(probe.get("/readyz").status == 200);
+    HttpClient streaming = proxy.client();
+    REQUIRE_FALSE(streaming.send_request(
+        "POST", "/v1/chat/completions", {{"Content-Type", "application/json"}, {"x-request-id", "draining-stream"}},
+        R"({"model":"gpt-test","stream":true,"messages":[{"role":"user","content":"hi"}]})"));
+    const Response head = streaming.read_head(bound);
+    CAPTURE(head.wire);
+    REQUIRE(head.status == 200);
+    std::string body = head.body;
+    while (body.find("before ") == std::string::npos) {
+        const RawRead more = streaming.read_body_some(bound);
+        REQUIRE_FALSE(more.error);
+        REQUIRE_FALSE(more.bytes.empty());
+        body += more.bytes;
+    }
+
+    REQUIRE(proxy.signal(SIGTERM));
+    CHECK(connections_refused_within(proxy.port(), bound));  // the drain has begun
+    const Response ready = probe.get("/readyz");
+    CAPTURE(ready.wire);
+    CHECK(ready.status == 503);
+    CHECK(ready.body == R"({"status":"draining"})");
+    CHECK(proxy.running());  // the stream keeps the process alive
+
+    const Response rest = streaming.read_rest(bound);
+    CAPTURE(rest.wire);
+    REQUIRE(rest.ok());
+    CHECK_THAT(rest.body, Contains(R"({"content":"after"})") && Contains("data: [DONE]"));
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
+    const auto turn = find_record(proxy.records(), "turn", "draining-stream");
+    REQUIRE(turn);
+    CHECK(turn->str("outcome") == "ok");
+}
+
 TEST_CASE("during the drain an already-open keep-alive connection is still served, with Connection: close",
           "[lifecycle]") {
     FakeProvider fake;
