@@ -517,9 +517,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         if (done || fault != Fault::none) reader.finish();
 
         while (const sse::Event* event = reader.next()) {
-            // An event cut off by a broken read is part of the break (SPEC
-            // sections 5 and 7), not a data line to judge: never inspected.
-            if (!event->terminated && (event->data.empty() || fault != Fault::none)) continue;
+            if (!sse::event_counts(*event, fault != Fault::none)) continue;
             if (secrets &&
                 secrets->feed_event(*event, plan_.endpoint) == sse::CredentialVerdict::credential_in_response) {
                 failed = refusal("credential", "credential_in_response",

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "policy/endpoint.hpp"
+#include "sse/reader.hpp"
 
 namespace modelproxy::sse {
 
@@ -19,6 +20,15 @@ constexpr bool stream_complete(policy::Endpoint endpoint, bool rules, const Stre
     if (!rules || seen.saw_done || seen.saw_marker) return true;
     return seen.saw_finish &&
            (endpoint == policy::Endpoint::chat_completions || endpoint == policy::Endpoint::completions);
+}
+
+// Which events of a read the relay judges (identity, parse, answer text) and
+// forwards. An unterminated event (the stream ended before its blank line)
+// with no data is nothing; after a clean end its data lines are judged like
+// any other; after a broken read it is part of the break (SPEC sections 5 and
+// 7: the fault decides, as a drop), never a data line to refuse.
+constexpr bool event_counts(const Event& event, bool read_broke) {
+    return event.terminated || (!event.data.empty() && !read_broke);
 }
 
 }  // namespace modelproxy::sse
