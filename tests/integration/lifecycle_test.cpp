@@ -6,6 +6,7 @@
 #include "support/proxy_process.hpp"
 
 #include "support/fake_provider.hpp"
+#include "support/expect.hpp"
 #include "support/http_client.hpp"
 
 #include <boost/asio/error.hpp>
@@ -167,13 +168,7 @@ TEST_CASE("SIGTERM with a stream in flight: the stream completes with [DONE], /r
     const Response head = streaming.read_head(bound);
     CAPTURE(head.wire);
     REQUIRE(head.status == 200);
-    std::string body = head.body;
-    while (body.find("before ") == std::string::npos) {
-        const RawRead more = streaming.read_body_some(bound);
-        REQUIRE_FALSE(more.error);
-        REQUIRE_FALSE(more.bytes.empty());
-        body += more.bytes;
-    }
+    read_body_until(streaming, head.body, "before ", bound);
 
     REQUIRE(proxy.signal(SIGTERM));
     CHECK(connections_refused_within(proxy.port(), bound));  // the drain has begun

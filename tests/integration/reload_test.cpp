@@ -6,6 +6,7 @@
 #include "support/proxy_process.hpp"
 
 #include "support/fake_provider.hpp"
+#include "support/expect.hpp"
 #include "support/http_client.hpp"
 #include "support/temp_dir.hpp"
 
@@ -173,13 +174,7 @@ TEST_CASE("reload: a stream in flight at SIGHUP finishes on its old route and up
     const Response head = streaming.read_head(bound);
     CAPTURE(head.wire);
     REQUIRE(head.status == 200);
-    std::string body = head.body;
-    while (body.find("old ") == std::string::npos) {
-        const RawRead more = streaming.read_body_some(bound);
-        REQUIRE_FALSE(more.error);
-        REQUIRE_FALSE(more.bytes.empty());
-        body += more.bytes;
-    }
+    read_body_until(streaming, head.body, "old ", bound);
 
     // gpt-a now belongs to route "two" on another upstream.
     proxy.write_config(config({route("two", two, "gpt-a")}));

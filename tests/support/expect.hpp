@@ -22,4 +22,18 @@ inline boost::json::object envelope_error(const Response& r) {
     return doc.at("error").as_object();
 }
 
+// Reads a streamed body after its head until `needle` has arrived; returns
+// everything read so far (the head's body included). Fails the test on an
+// error, an early end or a timeout of one read.
+inline std::string read_body_until(HttpClient& client, std::string body, std::string_view needle,
+                                   std::chrono::milliseconds timeout) {
+    while (body.find(needle) == std::string::npos) {
+        const RawRead more = client.read_body_some(timeout);
+        REQUIRE_FALSE(more.error);
+        REQUIRE_FALSE(more.bytes.empty());
+        body += more.bytes;
+    }
+    return body;
+}
+
 }  // namespace modelproxy::test
