@@ -77,6 +77,8 @@ struct FakeProvider::Impl {
     Script default_script =
         Script::json(500, R"({"error":{"message":"no script","type":"fake_provider_error","code":500}})");
     std::vector<RequestRecord> records;
+    std::size_t recorded = 0;  // == records.size() when options.keep_records
+    std::shared_ptr<const Responder> responder;
     std::size_t accepted = 0;
     std::size_t open = 0;
     std::size_t tls_failures = 0;
@@ -108,7 +110,8 @@ struct FakeProvider::Impl {
     template <class Stream>
     net::awaitable<void> close_cleanly(std::shared_ptr<Connection<Stream>> c, std::size_t index);
     template <class Stream>
-    std::size_t record(Connection<Stream>& c, http::request<http::string_body>& req);
+    std::size_t record(Connection<Stream>& c, http::request<http::string_body>& req, std::size_t on_connection,
+                       Script& script);
     Script next_script();
     void mark_peer_closed(std::size_t index);
 };
@@ -238,6 +241,7 @@ net::awaitable<void> FakeProvider::Impl::session(std::shared_ptr<Connection<Stre
         }
     }
     std::optional<std::size_t> last_index;
+    std::size_t on_connection = 0;
     while (usable && !stopping) {
         http::request_parser<http::string_body> parser;
         parser.body_limit(options.body_limit);
@@ -248,9 +252,9 @@ net::awaitable<void> FakeProvider::Impl::session(std::shared_ptr<Connection<Stre
             if (!stopping && last_index && ec != net::error::operation_aborted) mark_peer_closed(*last_index);
             break;
         }
-        const std::size_t index = record(*c, parser.get());
+        Script script;
+        const std::size_t index = record(*c, parser.get(), ++on_connection, script);
         last_index = index;
-        const Script script = next_script();
         if (!co_await run_script(c, script, index)) break;
     }
     error_code ignored;
@@ -264,9 +268,11 @@ net::awaitable<void> FakeProvider::Impl::session(std::shared_ptr<Connection<Stre
 }
 
 template <class Stream>
-std::size_t FakeProvider::Impl::record(Connection<Stream>& c, http::request<http::string_body>& req) {
+std::size_t FakeProvider::Impl::record(Connection<Stream>& c, http::request<http::string_body>& req,
+                                      std::size_t on_connection, Script& script) {
     RequestRecord r;
     r.connection_id = c.id;
+    r.connection_request = on_connection;
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
     r.version = req.version();
@@ -282,12 +288,20 @@ std::size_t FakeProvider::Impl::record(Connection<Stream>& c, http::request<http
             r.client_cert_subject = line;
         }
     }
-    std::size_t index;
+    std::shared_ptr<const Responder> respond;
     {
         std::lock_guard lock(mu);
-        index = records.size();
-        r.index = index;
-        records.push_back(std::move(r));
+        r.index = recorded;
+        respond = responder;
+    }
+    // Outside the lock: the responder may take its own locks. Only this
+    // thread records, so the index stays the record's place.
+    script = respond ? (*respond)(r) : next_script();
+    const std::size_t index = r.index;
+    {
+        std::lock_guard lock(mu);
+        ++recorded;
+        if (options.keep_records) records.push_back(std::move(r));
     }
     cv.notify_all();
     return index;
@@ -427,6 +441,14 @@ void FakeProvider::set_default(Script script) {
     impl_->default_script = std::move(script);
 }
 
+void FakeProvider::set_responder(Responder responder) {
+    std::lock_guard lock(impl_->mu);
+    if (responder)
+        impl_->responder = std::make_shared<const Responder>(std::move(responder));
+    else
+        impl_->responder.reset();
+}
+
 std::size_t FakeProvider::scripts_pending() const {
     std::lock_guard lock(impl_->mu);
     return impl_->queue.size();
@@ -439,12 +461,12 @@ std::vector<RequestRecord> FakeProvider::requests() const {
 
 std::size_t FakeProvider::request_count() const {
     std::lock_guard lock(impl_->mu);
-    return impl_->records.size();
+    return impl_->recorded;
 }
 
 bool FakeProvider::wait_for_requests(std::size_t n, std::chrono::milliseconds timeout) const {
     std::unique_lock lock(impl_->mu);
-    return impl_->cv.wait_for(lock, timeout, [&] { return impl_->records.size() >= n; });
+    return impl_->cv.wait_for(lock, timeout, [&] { return impl_->recorded >= n; });
 }
 
 bool FakeProvider::wait_for_peer_close(std::size_t index, std::chrono::milliseconds timeout) const {

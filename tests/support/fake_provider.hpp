@@ -5,7 +5,10 @@
 // Each request received pops the next Script pushed by the test (FIFO, in
 // the order requests finish arriving); with the queue empty the default
 // script answers (500 {"error":"no script"} unless set_default changed it).
-// Every request is recorded before its script runs.
+// A responder, when set, picks the script instead, from the request itself:
+// under many concurrent clients FIFO order cannot tie a script to a request.
+// Every request is recorded before its script runs (counted only, when
+// Options::keep_records is false: a long soak must not grow without bound).
 //
 // Threading: every public member may be called from any thread while the
 // server runs. Waits are bounded by the caller's timeout and report whether
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +32,7 @@ namespace modelproxy::test {
 struct RequestRecord {
     std::size_t index = 0;               // 0-based, in the order recorded
     std::uint64_t connection_id = 0;     // 1-based, in accept order
+    std::size_t connection_request = 1;  // 1-based: this request's place on its connection
     std::string method;
     std::string target;                  // as received (origin-form normally)
     unsigned version = 11;               // 10 or 11
@@ -53,6 +58,8 @@ public:
     struct Options {
         std::optional<Tls> tls;
         std::size_t body_limit = 64u << 20;    // bigger request bodies end the connection
+        bool keep_records = true;              // false: request_count() counts, requests() stays empty
+                                               // (and wait_for_peer_close never sees a close)
     };
     // Options serving TLS with the given server chain and key (and, when
     // `client_ca_file` is non-empty, requiring client certificates it verifies).
@@ -77,6 +84,10 @@ public:
     void push(Script script, std::size_t copies);
     void set_default(Script script);
     std::size_t scripts_pending() const;
+    // Called on the provider's thread for every request while set (the queue
+    // and the default are then unused); it must not block. Empty: unset.
+    using Responder = std::function<Script(const RequestRecord&)>;
+    void set_responder(Responder responder);
 
     std::vector<RequestRecord> requests() const;  // snapshot
     std::size_t request_count() const;
