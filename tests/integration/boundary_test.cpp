@@ -33,15 +33,6 @@ std::string one_route(const FakeProvider& fake, std::string_view models, std::st
            std::string(extra);
 }
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, Environment env = {}) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    options.env = std::move(env);
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 std::string chat_request(std::string_view model, bool stream = false) {
     return "{\"model\":\"" + std::string(model) + "\"," + (stream ? "\"stream\":true," : "") +
            R"("messages":[{"role":"user","content":"hi"}]})";
@@ -77,24 +68,6 @@ std::string joined(const std::vector<std::string>& pieces) {
     std::string all;
     for (const auto& piece : pieces) all += piece;
     return all;
-}
-
-std::optional<JsonRecord> turn_record(const ProxyProcess& proxy) {
-    return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, bound);
-}
-
-// The JSON of the last `data:` line of `body`.
-boost::json::object last_data(const std::string& body) {
-    CAPTURE(body);
-    const auto at = body.rfind("data: ");
-    REQUIRE(at != std::string::npos);
-    const auto end = body.find('\n', at);
-    const std::string line = body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
-    boost::json::error_code ec;
-    const boost::json::value doc = boost::json::parse(line, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(doc.is_object());
-    return doc.as_object();
 }
 
 // Refused before publication: 502 envelope with `code`; `requests` upstream

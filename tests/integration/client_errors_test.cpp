@@ -43,15 +43,6 @@ std::string config_for(const FakeProvider& fake, std::string_view preamble = {})
            "\n    models: [gpt-test, other-model]\n";
 }
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, Environment env = {}) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    options.env = std::move(env);
-    auto proxy = std::make_unique<ProxyProcess>(std::move(options));
-    proxy->start();
-    return proxy;
-}
-
 // A whole POST in raw bytes, for targets and framings a client library
 // would normalize or refuse to send.
 std::string raw_post(std::string_view target, std::string_view body, Headers extra = {}) {

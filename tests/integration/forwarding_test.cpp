@@ -25,15 +25,6 @@ namespace {
 
 constexpr auto bound = 5s;  // generous bound for things that should take milliseconds
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, std::vector<std::string> args = {}) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    options.args = std::move(args);
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 // One route named "fake" to `upstream`; `extra` holds more route keys, each
 // line indented by four spaces.
 std::string one_route(const std::string& upstream, std::string_view models = "[gpt-4o-mini]",
@@ -71,10 +62,6 @@ std::vector<std::string> split_at(const std::string& text, std::vector<std::size
     }
     pieces.push_back(text.substr(from));
     return pieces;
-}
-
-std::optional<JsonRecord> turn_record(const ProxyProcess& proxy) {
-    return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, bound);
 }
 
 // Waits until the fake has no open connection (it closed an idle one itself).
@@ -226,7 +213,7 @@ TEST_CASE("a close-delimited upstream JSON answer reaches the client whole, and 
                          body)
                   .close());
     fake.push(Script::json(200, body));
-    auto proxy = start_proxy(one_route(fake), {"--workers", "1"});
+    auto proxy = start_proxy(one_route(fake), {}, {"--workers", "1"});
     HttpClient client = proxy->client();
 
     const Response r = client.post_json("/v1/chat/completions", chat_request);
@@ -500,7 +487,7 @@ TEST_CASE("upstream keep-alive: two sequential turns reuse one upstream connecti
     FakeProvider fake;
     fake.push(Script::json(200, chat_answer()), 2);
     // One worker: one pool, whichever client connection a turn arrives on.
-    auto proxy = start_proxy(one_route(fake), {"--workers", "1"});
+    auto proxy = start_proxy(one_route(fake), {}, {"--workers", "1"});
 
     REQUIRE(proxy->client().post_json("/v1/chat/completions", chat_request).status == 200);
     REQUIRE(proxy->client().post_json("/v1/chat/completions", chat_request).status == 200);
@@ -515,7 +502,7 @@ TEST_CASE("an upstream that closes after its answer does not fail the next turn,
     FakeProvider fake;
     fake.push(Script::json(200, chat_answer()).close());
     fake.push(Script::json(200, chat_answer()));
-    auto proxy = start_proxy(one_route(fake), {"--workers", "1"});
+    auto proxy = start_proxy(one_route(fake), {}, {"--workers", "1"});
     HttpClient client = proxy->client();
 
     REQUIRE(client.post_json("/v1/chat/completions", chat_request).status == 200);
@@ -536,7 +523,7 @@ TEST_CASE("an upstream that closes an idle kept-alive connection does not fail t
     FakeProvider fake;
     fake.push(Script::json(200, chat_answer()).expect_close(100ms));  // then the fake closes it
     fake.push(Script::json(200, chat_answer()));
-    auto proxy = start_proxy(one_route(fake), {"--workers", "1"});
+    auto proxy = start_proxy(one_route(fake), {}, {"--workers", "1"});
     HttpClient client = proxy->client();
 
     REQUIRE(client.post_json("/v1/chat/completions", chat_request).status == 200);

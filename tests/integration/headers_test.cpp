@@ -28,15 +28,6 @@ constexpr auto bound = 5s;  // generous bound for things that should take millis
 const std::string route_key = "mpkey-route-6d1f0c9e4b2a7358";
 const std::string key_env = "MODELPROXY_HEADERS_TEST_KEY";
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, Environment env = {}) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    options.env = std::move(env);
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 // One route to `fake` serving gpt-4o-mini; `extra` holds more route keys,
 // each line indented by four spaces.
 std::string one_route(const FakeProvider& fake, std::string_view extra = "") {

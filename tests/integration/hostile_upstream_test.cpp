@@ -37,7 +37,7 @@ std::string chat_answer(std::string_view id) {
 }
 
 // One route to `upstream` serving model m, two attempts with tiny waits.
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& upstream, std::string_view route_extra = {},
+std::unique_ptr<ProxyProcess> start_proxy_to(const std::string& upstream, std::string_view route_extra = {},
                                           std::string_view preamble = {}) {
     ProxyProcess::Options options;
     options.config_yaml = std::string(preamble) + "routes:\n  - name: r\n    upstream: " + upstream +
@@ -108,7 +108,7 @@ std::string chunked_head() {
 
 TEST_CASE("an upstream head longer than the transport's limit is a dropped connection, replayed", "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy(fake.base_url("/v1"));
+    auto proxy = start_proxy_to(fake.base_url("/v1"));
     std::string endless = "HTTP/1.1 200 OK\r\n";
     for (int i = 0; i < 1000; ++i) endless += "X-Filler-" + std::to_string(i) + ": " + std::string(100, 'a') + "\r\n";
     fake.push(Script{}.write(endless).hang(), 2);
@@ -122,7 +122,7 @@ TEST_CASE("an upstream head longer than the transport's limit is a dropped conne
 
 TEST_CASE("an upstream head that trickles forever ends at the turn deadline: 504 timeout", "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy(fake.base_url("/v1"), "    timeout_ms: 400\n");
+    auto proxy = start_proxy_to(fake.base_url("/v1"), "    timeout_ms: 400\n");
     Script slow;
     slow.write("HTTP/1.1 200 OK\r\n");
     for (int i = 0; i < 40; ++i) slow.sleep(50ms).write("X-Slow: " + std::to_string(i) + "\r\n");
@@ -137,14 +137,14 @@ TEST_CASE("an upstream head that trickles forever ends at the turn deadline: 504
 TEST_CASE("a chunk size of 2^64 - 1", "[hostile]") {
     FakeProvider fake;
     SECTION("then a close mid-chunk: a dropped connection, replayed") {
-        auto proxy = start_proxy(fake.base_url("/v1"));
+        auto proxy = start_proxy_to(fake.base_url("/v1"));
         fake.push(Script{}.write(chunked_head() + "ffffffffffffffff\r\n{\"id\":\"huge\"").close(), 2);
         const Response r = post(*proxy, "huge-chunk");
         check_failure(*proxy, r, "huge-chunk", 502, "network", "connection_dropped", "dropped-in-body", 2);
         check_healthy(fake, *proxy);
     }
     SECTION("then more bytes than max_response_body_bytes: a terminal 502 response_too_large") {
-        auto proxy = start_proxy(fake.base_url("/v1"), {}, "limits: {max_response_body_bytes: 4096}\n");
+        auto proxy = start_proxy_to(fake.base_url("/v1"), {}, "limits: {max_response_body_bytes: 4096}\n");
         fake.push(Script{}.write(chunked_head() + "ffffffffffffffff\r\n" + std::string(8192, ' ')).hang());
         const Response r = post(*proxy, "huge-chunk-limit");
         check_failure(*proxy, r, "huge-chunk-limit", 502, "network", "response_too_large", "response-too-large", 1);
@@ -155,7 +155,7 @@ TEST_CASE("a chunk size of 2^64 - 1", "[hostile]") {
 
 TEST_CASE("invalid chunked framing is a dropped connection, replayed, never passed on", "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy(fake.base_url("/v1"));
+    auto proxy = start_proxy_to(fake.base_url("/v1"));
     std::string framing;
     SECTION("a chunk size that is not hex") { framing = "zz\r\n{}\r\n0\r\n\r\n"; }
     SECTION("a chunk size above 2^64") { framing = "10000000000000000\r\n{}\r\n0\r\n\r\n"; }
@@ -169,7 +169,7 @@ TEST_CASE("invalid chunked framing is a dropped connection, replayed, never pass
 
 TEST_CASE("a body longer than its Content-Length: the extra bytes never answer the next request", "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy(fake.base_url("/v1"));
+    auto proxy = start_proxy_to(fake.base_url("/v1"));
     // After the declared body, in the same write, a whole second answer
     // nobody asked for.
     const std::string first = chat_answer("first");
@@ -203,7 +203,7 @@ TEST_CASE("a body longer than its Content-Length: the extra bytes never answer t
 TEST_CASE("an upstream whose TLS handshake never finishes: 502 network, connect-failed in every attempt record",
           "[hostile]") {
     SilentListener silent;  // accepts TCP, never answers the ClientHello
-    auto proxy = start_proxy("https://127.0.0.1:" + std::to_string(silent.port()) + "/v1",
+    auto proxy = start_proxy_to("https://127.0.0.1:" + std::to_string(silent.port()) + "/v1",
                              "    connect_timeout_ms: 200\n");
     const Response r = post(*proxy, "tls-silent");
     check_failure(*proxy, r, "tls-silent", 502, "network", "connect_failed", "connect-failed", 2);
@@ -218,7 +218,7 @@ TEST_CASE("an upstream whose TLS handshake never finishes: 502 network, connect-
 // dropped connection (SPEC sections 5 and 7), not refused unparseable_event.
 TEST_CASE("an upstream that resets in the middle of an event before answer text is replayed", "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy(fake.base_url("/v1"));
+    auto proxy = start_proxy_to(fake.base_url("/v1"));
     const std::string role =
         R"(data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})"
         "\n\n";

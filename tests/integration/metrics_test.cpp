@@ -39,15 +39,6 @@ std::string config_for(const FakeProvider& fake, std::string_view preamble = "")
            fake.base_url("/v1") + "\n    models: [\"*\"]\n";
 }
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, Environment env = {}) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    options.env = std::move(env);
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 std::string chat_request(std::string_view model, bool stream = false) {
     return "{\"model\":\"" + std::string(model) + "\"," + (stream ? "\"stream\":true," : "") +
            R"("messages":[{"role":"user","content":"hi"}]})";

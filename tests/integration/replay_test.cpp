@@ -27,14 +27,6 @@ constexpr auto bound = 5s;  // generous bound for things that should take millis
 // Tiny waits (5, 10, 20, 20, ... ms) so that a turn of 24 attempts takes well under a second.
 constexpr std::string_view fast_retry = "{base_delay_ms: 5, max_delay_ms: 20, min_attempt_ms: 10}";
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 // One route named "fake" to `upstream` with `retry` as its override; `extra`
 // holds more route keys, each line indented by four spaces.
 std::string one_route(const std::string& upstream, std::string_view retry = fast_retry,
@@ -65,17 +57,6 @@ std::string chat_answer() {
 
 const std::string server_error = R"({"error":{"message":"upstream overloaded","type":"server_error","code":null}})";
 const std::string rate_limited = R"({"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}})";
-
-std::optional<JsonRecord> turn_record(const ProxyProcess& proxy, std::chrono::milliseconds timeout = bound) {
-    return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, timeout);
-}
-
-std::vector<JsonRecord> attempt_records(const ProxyProcess& proxy) {
-    std::vector<JsonRecord> attempts;
-    for (auto& record : proxy.records())
-        if (record.event() == "attempt") attempts.push_back(record);
-    return attempts;
-}
 
 // A non-2xx upstream answer that ended the turn: passed on with its status and
 // body, and the proxy's failure headers (section 9).

@@ -38,14 +38,6 @@ std::string routes(const FakeProvider& fake, std::string_view retry = "{}", std:
     return yaml;
 }
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 const std::string chat_request =
     R"({"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]})";
 const std::string responses_request = R"({"model":"gpt-4o-mini","stream":true,"input":"hi"})";
@@ -96,24 +88,6 @@ const std::string block_stop = anthropic_event("content_block_stop", R"({"type":
 const std::string message_delta = anthropic_event(
     "message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}})");
 const std::string message_stop = anthropic_event("message_stop", R"({"type":"message_stop"})");
-
-std::optional<JsonRecord> turn_record(const ProxyProcess& proxy) {
-    return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, bound);
-}
-
-// The JSON of the last `data:` line of `body`.
-boost::json::object last_data(const std::string& body) {
-    CAPTURE(body);
-    const auto at = body.rfind("data: ");
-    REQUIRE(at != std::string::npos);
-    const auto end = body.find('\n', at);
-    const std::string line = body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
-    boost::json::error_code ec;
-    const boost::json::value doc = boost::json::parse(line, ec);
-    REQUIRE_FALSE(ec);
-    REQUIRE(doc.is_object());
-    return doc.as_object();
-}
 
 // A stream turn that succeeded: 200 event stream, exactly `body`, `attempts`
 // attempts, a turn record with outcome ok.

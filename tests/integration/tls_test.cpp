@@ -23,14 +23,6 @@ namespace {
 
 constexpr auto bound = 5s;  // generous bound for things that should take milliseconds
 
-std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml) {
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    auto proxy = std::make_unique<ProxyProcess>(options);
-    proxy->start();
-    return proxy;
-}
-
 // One route to `upstream` whose `tls` map is `tls` (YAML flow map) plus
 // `extra` route keys, each line indented by four spaces.
 std::string tls_route(const std::string& upstream, const std::string& tls, std::string_view extra = "") {

@@ -36,4 +36,19 @@ inline std::string read_body_until(HttpClient& client, std::string body, std::st
     return body;
 }
 
+// The JSON object of the last `data:` line of a streamed body; fails the
+// test unless there is one and it is an object.
+inline boost::json::object last_data(const std::string& body) {
+    CAPTURE(body);
+    const auto at = body.rfind("data: ");
+    REQUIRE(at != std::string::npos);
+    const auto end = body.find('\n', at);
+    const std::string line = body.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+    boost::json::error_code ec;
+    const boost::json::value doc = boost::json::parse(line, ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE(doc.is_object());
+    return doc.as_object();
+}
+
 }  // namespace modelproxy::test

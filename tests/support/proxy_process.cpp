@@ -376,4 +376,26 @@ CommandResult run_modelproxy(const std::vector<std::string>& args, const Environ
     return run_command(all, env, std::nullopt, timeout);
 }
 
+std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, Environment env,
+                                          std::vector<std::string> args) {
+    ProxyProcess::Options options;
+    options.config_yaml = yaml;
+    options.env = std::move(env);
+    options.args = std::move(args);
+    auto proxy = std::make_unique<ProxyProcess>(std::move(options));
+    proxy->start();
+    return proxy;
+}
+
+std::optional<JsonRecord> turn_record(const ProxyProcess& proxy, std::chrono::milliseconds timeout) {
+    return proxy.wait_for_record([](const JsonRecord& r) { return r.event() == "turn"; }, timeout);
+}
+
+std::vector<JsonRecord> attempt_records(const ProxyProcess& proxy) {
+    std::vector<JsonRecord> attempts;
+    for (auto& record : proxy.records())
+        if (record.event() == "attempt") attempts.push_back(std::move(record));
+    return attempts;
+}
+
 }  // namespace modelproxy::test

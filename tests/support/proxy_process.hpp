@@ -125,6 +125,17 @@ CommandResult run_command(const std::vector<std::string>& args, const Environmen
                           const std::optional<std::string>& stdin_data = std::nullopt,
                           std::chrono::milliseconds timeout = std::chrono::milliseconds{10000});
 
+// Shorthands the integration tests share.
+// A started proxy serving `yaml`, with exactly `env` and `args` (appended
+// after --config/--listen). Throws as ProxyProcess::start does.
+std::unique_ptr<ProxyProcess> start_proxy(const std::string& yaml, Environment env = {},
+                                          std::vector<std::string> args = {});
+// The first turn record, already written or arriving within `timeout`.
+std::optional<JsonRecord> turn_record(const ProxyProcess& proxy,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds{5});
+// The attempt records written so far, in order.
+std::vector<JsonRecord> attempt_records(const ProxyProcess& proxy);
+
 // run_command with modelproxy_binary() prepended to `args`.
 CommandResult run_modelproxy(const std::vector<std::string>& args, const Environment& env = {},
                              std::chrono::milliseconds timeout = std::chrono::milliseconds{10000});
