@@ -518,17 +518,32 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
 
         while (const sse::Event* event = reader.next()) {
             if (!sse::event_counts(*event, fault != Fault::none)) continue;
-            if (secrets &&
-                secrets->feed_event(*event, plan_.endpoint) == sse::CredentialVerdict::credential_in_response) {
+            // Section 8's credential scan: the raw bytes here, then each data
+            // line's answer text from the one Inspector walk the other checks use.
+            const auto credential_refusal = [&] {
                 failed = refusal("credential", "credential_in_response",
                                  "the upstream stream carried credential material", policy::ErrorClass::credential);
+            };
+            const auto leaked = [&](const sse::DataInfo& info) {
+                return secrets && secrets->feed_answer_text(info.answer_fragments) ==
+                                      sse::CredentialVerdict::credential_in_response;
+            };
+            if (secrets && secrets->feed_bytes(event->raw) == sse::CredentialVerdict::credential_in_response) {
+                credential_refusal();
                 co_return co_await refuse_in_stream();
             }
             if (saw_done) {
-                // Read for section 8 (identity), never forwarded.
-                bool foreign = false;
-                for (std::size_t i = 0; identity && i < event->data.size(); ++i)
-                    foreign = foreign || sse::refused(identity->on_line(inspector.inspect(*event, i, plan_.endpoint)));
+                // Read for section 8 (credentials, identity), never forwarded.
+                bool leak = false, foreign = false;
+                for (std::size_t i = 0; (secrets || identity) && i < event->data.size(); ++i) {
+                    const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                    leak = leak || leaked(info);
+                    foreign = foreign || (identity && sse::refused(identity->on_line(info)));
+                }
+                if (leak) {
+                    credential_refusal();
+                    co_return co_await refuse_in_stream();
+                }
                 if (foreign) {
                     failed = refusal("model-identity", "model_identity_mismatch",
                                      "the upstream stream carried a model this route does not accept after [DONE]",
@@ -541,6 +556,10 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
             policy::ProviderError declared;
             for (std::size_t i = 0; i < event->data.size(); ++i) {
                 const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                if (leaked(info)) {
+                    credential_refusal();
+                    co_return co_await refuse_in_stream();
+                }
                 usage.see(info.usage);
                 if (identity && sse::refused(identity->on_line(info))) {
                     failed = refusal("model-identity", "model_identity_mismatch",

@@ -1,9 +1,6 @@
 #include "sse/credentials.hpp"
 
-#include "sse/reader.hpp"
-
 #include <hs/hs.h>
-#include <simdjson.h>
 
 #include <algorithm>
 #include <climits>
@@ -187,309 +184,6 @@ std::string_view scan_stream(hs_stream_t* stream, std::string_view bytes, hs_scr
 
 }  // namespace
 
-// ---- AnswerTextExtractor -------------------------------------------------------
-
-namespace {
-
-namespace od = simdjson::ondemand;
-using simdjson::error_code;
-using simdjson::SUCCESS;
-using Field = AnswerTextKey::Field;
-
-#define MP_TRY(expr)                                              \
-    do {                                                          \
-        if (const error_code mp_e_ = (expr); mp_e_ != SUCCESS) {  \
-            return mp_e_;                                         \
-        }                                                         \
-    } while (false)
-
-// A member's key. Unescaped only when it holds an escape: a plain key is
-// read in place, which spares simdjson's string copy on every member.
-error_code key_of(od::field& field, std::string_view& out) {
-    const char* raw = field.key().raw();
-    std::size_t n = 0;
-    while (raw[n] != '"') {
-        if (raw[n] == '\\') return field.unescaped_key().get(out);
-        ++n;
-    }
-    out = std::string_view(raw, n);
-    return SUCCESS;
-}
-
-// Walks one data line and appends its answer-text fragments. On-Demand is
-// forward only, so a fragment is recorded when met and its choice / tool
-// call index is filled in when the enclosing object ends (`index` may come
-// after `delta`). Views point into the parser's string buffer.
-class FragmentWalker {
-public:
-    explicit FragmentWalker(std::vector<AnswerFragment>& out) : out_(out) {}
-
-    error_code line(od::document& doc, policy::Endpoint endpoint) {
-        od::json_type type;
-        MP_TRY(doc.type().get(type));
-        if (type != od::json_type::object) return SUCCESS;
-        od::object top;
-        MP_TRY(doc.get_object().get(top));
-        switch (endpoint) {
-            case policy::Endpoint::chat_completions: return choices_line(top, false);
-            case policy::Endpoint::completions: return choices_line(top, true);
-            case policy::Endpoint::responses: return responses_line(top);
-            case policy::Endpoint::messages: return messages_line(top);
-            default: return SUCCESS;
-        }
-    }
-
-private:
-    static error_code string_of(od::value& v, std::string_view& out) {
-        od::json_type type;
-        MP_TRY(v.type().get(type));
-        if (type != od::json_type::string) return SUCCESS;
-        return v.get_string().get(out);
-    }
-
-    static error_code int_of(od::value& v, std::int64_t& out) {
-        od::json_type type;
-        MP_TRY(v.type().get(type));
-        if (type != od::json_type::number) return SUCCESS;
-        std::int64_t n = 0;
-        if (v.get_int64().get(n) == SUCCESS) out = n;  // 1.5 or 1e99: keep the position
-        return SUCCESS;
-    }
-
-    void push(std::int64_t index, std::int64_t sub, Field field, std::string_view text) {
-        if (!text.empty()) out_.push_back({{index, sub, field}, text});
-    }
-
-    void set_index(std::size_t from, std::int64_t index) {
-        for (std::size_t i = from; i < out_.size(); ++i) out_[i].key.index = index;
-    }
-
-    void set_sub(std::size_t from, std::int64_t sub) {
-        for (std::size_t i = from; i < out_.size(); ++i) out_[i].key.sub = sub;
-    }
-
-    template <class Each>
-    static error_code each_field(od::value& v, Each&& each) {
-        od::json_type type;
-        MP_TRY(v.type().get(type));
-        if (type != od::json_type::object) return SUCCESS;
-        od::object object;
-        MP_TRY(v.get_object().get(object));
-        for (auto result : object) {
-            od::field field;
-            MP_TRY(std::move(result).get(field));
-            std::string_view key;
-            MP_TRY(key_of(field, key));
-            MP_TRY(each(key, field.value()));
-        }
-        return SUCCESS;
-    }
-
-    template <class Each>
-    static error_code each_element(od::value& v, Each&& each) {
-        od::json_type type;
-        MP_TRY(v.type().get(type));
-        if (type != od::json_type::array) return SUCCESS;
-        od::array array;
-        MP_TRY(v.get_array().get(array));
-        std::int64_t position = 0;
-        for (auto result : array) {
-            od::value element;
-            MP_TRY(result.get(element));
-            MP_TRY(each(position++, element));
-        }
-        return SUCCESS;
-    }
-
-    error_code choices_line(od::object& top, bool completions) {
-        for (auto result : top) {
-            od::field field;
-            MP_TRY(std::move(result).get(field));
-            std::string_view key;
-            MP_TRY(key_of(field, key));
-            if (key != "choices") continue;
-            MP_TRY(each_element(field.value(), [&](std::int64_t position, od::value& choice) {
-                const std::size_t first = out_.size();
-                std::int64_t index = position;
-                MP_TRY(each_field(choice, [&](std::string_view k, od::value& v) -> error_code {
-                    if (k == "index") return int_of(v, index);
-                    if (!completions && k == "delta") return delta(v);
-                    if (completions && k == "text") {
-                        std::string_view text;
-                        MP_TRY(string_of(v, text));
-                        push(0, 0, Field::text, text);
-                    }
-                    return SUCCESS;
-                }));
-                set_index(first, index);
-                return SUCCESS;
-            }));
-        }
-        return SUCCESS;
-    }
-
-    // A chat choice's delta.
-    error_code delta(od::value& v) {
-        return each_field(v, [&](std::string_view k, od::value& member) -> error_code {
-            Field field;
-            if (k == "content") {
-                field = Field::content;
-            } else if (k == "reasoning_content" || k == "reasoning") {
-                field = Field::reasoning;
-            } else if (k == "refusal") {
-                field = Field::refusal;
-            } else if (k == "function_call") {
-                return arguments_of(member, 0);
-            } else if (k == "tool_calls") {
-                return each_element(member, [&](std::int64_t position, od::value& call) {
-                    const std::size_t first = out_.size();
-                    std::int64_t index = position;
-                    MP_TRY(each_field(call, [&](std::string_view ck, od::value& cv) -> error_code {
-                        if (ck == "index") return int_of(cv, index);
-                        if (ck == "function") return arguments_of(cv, 0);
-                        return SUCCESS;
-                    }));
-                    set_sub(first, index);
-                    return SUCCESS;
-                });
-            } else {
-                return SUCCESS;
-            }
-            std::string_view text;
-            MP_TRY(string_of(member, text));
-            push(0, 0, field, text);
-            return SUCCESS;
-        });
-    }
-
-    // `{"name":..,"arguments":".."}` of a tool or function call.
-    error_code arguments_of(od::value& v, std::int64_t sub) {
-        return each_field(v, [&](std::string_view k, od::value& member) -> error_code {
-            if (k != "arguments") return SUCCESS;
-            std::string_view text;
-            MP_TRY(string_of(member, text));
-            push(0, sub, Field::arguments, text);
-            return SUCCESS;
-        });
-    }
-
-    static Field responses_field(std::string_view type) {
-        if (type == "response.output_text.delta") return Field::content;
-        if (type == "response.refusal.delta") return Field::refusal;
-        if (type == "response.function_call_arguments.delta") return Field::arguments;
-        if (type == "response.reasoning_text.delta") return Field::reasoning;
-        if (type == "response.reasoning_summary_text.delta") return Field::reasoning_summary;
-        return Field::other_delta;
-    }
-
-    error_code responses_line(od::object& top) {
-        std::string_view type, text;
-        std::int64_t output = 0, sub = 0;
-        for (auto result : top) {
-            od::field field;
-            MP_TRY(std::move(result).get(field));
-            std::string_view key;
-            MP_TRY(key_of(field, key));
-            od::value& v = field.value();
-            if (key == "type") {
-                MP_TRY(string_of(v, type));
-            } else if (key == "delta") {
-                MP_TRY(string_of(v, text));
-            } else if (key == "output_index") {
-                MP_TRY(int_of(v, output));
-            } else if (key == "content_index" || key == "summary_index") {
-                MP_TRY(int_of(v, sub));
-            }
-        }
-        if (type.starts_with("response.") && type.ends_with(".delta")) push(output, sub, responses_field(type), text);
-        return SUCCESS;
-    }
-
-    error_code messages_line(od::object& top) {
-        std::string_view type;
-        std::int64_t index = 0;
-        const std::size_t first = out_.size();
-        for (auto result : top) {
-            od::field field;
-            MP_TRY(std::move(result).get(field));
-            std::string_view key;
-            MP_TRY(key_of(field, key));
-            od::value& v = field.value();
-            if (key == "type") {
-                MP_TRY(string_of(v, type));
-            } else if (key == "index") {
-                MP_TRY(int_of(v, index));
-            } else if (key == "delta") {
-                MP_TRY(each_field(v, [&](std::string_view k, od::value& member) -> error_code {
-                    Field f;
-                    if (k == "text") {
-                        f = Field::content;
-                    } else if (k == "partial_json") {
-                        f = Field::arguments;
-                    } else if (k == "thinking") {
-                        f = Field::reasoning;
-                    } else {
-                        return SUCCESS;
-                    }
-                    std::string_view text;
-                    MP_TRY(string_of(member, text));
-                    push(0, 0, f, text);
-                    return SUCCESS;
-                }));
-            }
-        }
-        if (type != "content_block_delta") {
-            out_.resize(first);
-        } else {
-            set_index(first, index);
-        }
-        return SUCCESS;
-    }
-
-    std::vector<AnswerFragment>& out_;
-};
-
-#undef MP_TRY
-
-}  // namespace
-
-struct AnswerTextExtractor::Impl {
-    od::parser parser;
-    std::string pad;
-    std::vector<AnswerFragment> out;
-};
-
-AnswerTextExtractor::AnswerTextExtractor() : impl_(std::make_unique<Impl>()) {}
-AnswerTextExtractor::~AnswerTextExtractor() = default;
-AnswerTextExtractor::AnswerTextExtractor(AnswerTextExtractor&&) noexcept = default;
-AnswerTextExtractor& AnswerTextExtractor::operator=(AnswerTextExtractor&&) noexcept = default;
-
-std::span<const AnswerFragment> AnswerTextExtractor::extract(std::string_view data, policy::Endpoint endpoint,
-                                                             const char* readable_end) {
-    Impl& m = *impl_;
-    m.out.clear();
-    const std::size_t start = data.find_first_not_of(" \t\r\n");
-    if (start == std::string_view::npos || data[start] != '{') return {};  // only objects carry answer text
-    const char* json = data.data();
-    std::size_t capacity = 0;
-    if (readable_end && readable_end >= data.data() + data.size() &&
-        static_cast<std::size_t>(readable_end - data.data()) >= data.size() + simdjson::SIMDJSON_PADDING) {
-        capacity = static_cast<std::size_t>(readable_end - data.data());
-    } else {
-        if (m.pad.size() < data.size() + simdjson::SIMDJSON_PADDING) m.pad.resize(data.size() + simdjson::SIMDJSON_PADDING);
-        std::copy(data.begin(), data.end(), m.pad.begin());
-        json = m.pad.data();
-        capacity = m.pad.size();
-    }
-    od::document doc;
-    if (m.parser.iterate(json, data.size(), capacity).get(doc) != SUCCESS) return {};
-    FragmentWalker walker(m.out);
-    // A malformed line keeps what was read before the fault; the Inspector
-    // refuses such a line (unparseable_event) anyway.
-    (void)walker.line(doc, endpoint);
-    return m.out;
-}
-
 // ---- CredentialScanner ---------------------------------------------------------
 
 std::variant<CredentialScanner, std::string> CredentialScanner::build(
@@ -626,8 +320,7 @@ StreamScan::StreamScan(StreamScan&& other) noexcept
       used_(std::exchange(other.used_, 0)),
       finished_(other.finished_),
       verdict_(other.verdict_),
-      matched_rule_(other.matched_rule_),
-      extractor_(std::move(other.extractor_)) {
+      matched_rule_(other.matched_rule_) {
     other.channels_.clear();
 }
 
@@ -643,7 +336,6 @@ StreamScan& StreamScan::operator=(StreamScan&& other) noexcept {
         finished_ = other.finished_;
         verdict_ = other.verdict_;
         matched_rule_ = other.matched_rule_;
-        extractor_ = std::move(other.extractor_);
     }
     return *this;
 }
@@ -688,17 +380,10 @@ CredentialVerdict StreamScan::feed_bytes(std::string_view raw) {
     return scan(raw_, raw);
 }
 
-CredentialVerdict StreamScan::feed_data_line(std::string_view data, policy::Endpoint endpoint,
-                                             const char* readable_end) {
+CredentialVerdict StreamScan::feed_answer_text(std::span<const AnswerFragment> fragments) {
     if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return verdict_;
-    for (const AnswerFragment& fragment : extractor_.extract(data, endpoint, readable_end))
+    for (const AnswerFragment& fragment : fragments)
         if (scan(channel(fragment.key), fragment.text) != CredentialVerdict::clean) break;
-    return verdict_;
-}
-
-CredentialVerdict StreamScan::feed_event(const Event& event, policy::Endpoint endpoint) {
-    feed_bytes(event.raw);
-    for (std::string_view data : event.data) feed_data_line(data, endpoint, event.readable_end);
     return verdict_;
 }
 

@@ -33,7 +33,7 @@
 // "default sk- key", "boundary.secret_patterns[2]"), never by the bytes.
 #pragma once
 
-#include "policy/endpoint.hpp"
+#include "sse/inspect.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -47,8 +47,6 @@ struct hs_scratch;
 struct hs_stream;
 
 namespace modelproxy::sse {
-
-struct Event;
 
 enum class CredentialVerdict : std::uint8_t {
     clean,
@@ -110,68 +108,18 @@ private:
     std::string_view matched_rule_;
 };
 
-// Which answer text a fragment continues. Fragments with equal keys are one
-// text, scanned as one Vectorscan stream; different keys never join, so a
-// reasoning fragment cannot hide the start of a content token.
-struct AnswerTextKey {
-    enum class Field : std::uint8_t {
-        content,            // chat delta.content; messages delta.text; responses output_text
-        reasoning,          // chat delta.reasoning_content / delta.reasoning; messages delta.thinking;
-                            // responses reasoning_text
-        reasoning_summary,  // responses reasoning_summary_text
-        refusal,            // chat delta.refusal; responses refusal
-        arguments,          // chat tool_calls[].function.arguments (sub = tool call index) and
-                            // function_call.arguments; messages delta.partial_json; responses
-                            // function_call_arguments
-        text,               // completions choice text
-        other_delta,        // any other responses `response.*.delta` with a string delta
-    };
-    std::int64_t index = 0;  // chat/completions choice `index` (else its position);
-                             // messages `index`; responses `output_index`
-    std::int64_t sub = 0;    // tool call index; responses content_index / summary_index
-    Field field = Field::content;
-
-    friend bool operator==(const AnswerTextKey&, const AnswerTextKey&) = default;
-};
-
-struct AnswerFragment {
-    AnswerTextKey key;
-    std::string_view text;  // decoded (JSON escapes resolved)
-};
-
-// simdjson On-Demand helper: the answer-text strings of one data line, by
-// endpoint (chat: choices[].delta.{content, reasoning_content, reasoning,
-// refusal, tool_calls[].function.arguments, function_call.arguments};
-// completions: choices[].text; responses: `delta` of a `response.*.delta`
-// event; messages: `content_block_delta`'s delta.{text, partial_json,
-// thinking}). Non-string and empty values are skipped; a line that is not
-// JSON, or another endpoint, gives nothing (section 7's unparseable_event is
-// the Inspector's). Views valid until the next extract(). One thread.
-class AnswerTextExtractor {
-public:
-    AnswerTextExtractor();
-    ~AnswerTextExtractor();
-    AnswerTextExtractor(AnswerTextExtractor&&) noexcept;
-    AnswerTextExtractor& operator=(AnswerTextExtractor&&) noexcept;
-
-    // `readable_end` as for Inspector::inspect: with simdjson's padding
-    // readable after the line it is parsed in place, else copied.
-    std::span<const AnswerFragment> extract(std::string_view data, policy::Endpoint endpoint,
-                                            const char* readable_end = nullptr);
-
-private:
-    struct Impl;  // simdjson stays out of this header
-    std::unique_ptr<Impl> impl_;
-};
-
 // Stream mode, one per attempt. Two channels (section 8: "scan the bytes and
 // each choice's concatenated answer text"):
 //  - the raw bytes, in order, as one Vectorscan stream: feed_bytes() takes
 //    any split (events, reads), so a secret split across them is found;
 //  - the decoded answer text of each AnswerTextKey, each its own Vectorscan
-//    stream, fed by feed_data_line(): a token split across events' JSON
-//    strings ("sk-proj-AAAA" then "BBBB...") is found although the raw
-//    bytes never hold it contiguously.
+//    stream, fed by feed_answer_text() with the fragments the Inspector
+//    collected from a data line (DataInfo::answer_fragments): a token split
+//    across events' JSON strings ("sk-proj-AAAA" then "BBBB...") is found
+//    although the raw bytes never hold it contiguously. The line is parsed
+//    once, by the Inspector, for every check.
+// The relay, per event: feed_bytes(event.raw), then for each data line
+// feed_answer_text(inspector.inspect(event, i, endpoint).answer_fragments).
 // A match is reported by the call that completes the secret, so the relay can
 // withhold that event. The first match is final: later calls return it
 // without scanning. At most 256 answer texts are tracked separately; beyond
@@ -184,11 +132,8 @@ public:
     StreamScan& operator=(StreamScan&&) noexcept;
 
     CredentialVerdict feed_bytes(std::string_view raw);
-    CredentialVerdict feed_data_line(std::string_view data, policy::Endpoint endpoint,
-                                     const char* readable_end = nullptr);
-    // Both channels for one event of sse::Reader: its raw bytes, then each
-    // of its data lines.
-    CredentialVerdict feed_event(const Event& event, policy::Endpoint endpoint);
+    // One data line's answer-text fragments, in line order.
+    CredentialVerdict feed_answer_text(std::span<const AnswerFragment> fragments);
     // The stream ended: patterns anchored at the end (`$` in a secret
     // pattern) get their last chance. Further feeds are ignored.
     CredentialVerdict finish();
@@ -217,7 +162,6 @@ private:
     bool finished_ = false;
     CredentialVerdict verdict_ = CredentialVerdict::clean;
     std::string_view matched_rule_;
-    AnswerTextExtractor extractor_;
 };
 
 }  // namespace modelproxy::sse

@@ -6,6 +6,8 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+
 namespace modelproxy::sse {
 
 namespace {
@@ -20,6 +22,15 @@ static_assert(ByteBuffer::slack >= simdjson::SIMDJSON_PADDING, "copied lines nee
 
 // The padded copy buffer gives back storage grown past this by a huge line.
 constexpr std::size_t pad_retain_bytes = 1024 * 1024;
+
+// The DOM fast path (line_walker_dom.cpp) takes texts up to this size and
+// nesting up to this depth; beyond them, or on anything it refuses, the
+// On-Demand walk decides. The size bounds the DOM parser's buffers (about 14
+// bytes per input byte, kept for reuse) for a large non-stream body; the
+// depth keeps its refusals rare while line_walker's own bound (512) stays
+// the one that counts.
+constexpr std::size_t dom_max_bytes = 64 * 1024;
+constexpr std::size_t dom_max_depth = 64;
 
 constexpr std::string_view done_marker = "[DONE]";
 
@@ -38,6 +49,7 @@ void reset(DataInfo& info) {
     info.error.type.clear();
     info.error.inner_code.clear();
     info.usage = Usage{};
+    info.answer_fragments.clear();
 }
 
 void fill(policy::ProviderError& error, const ErrorFields& from) {
@@ -50,6 +62,10 @@ void fill(policy::ProviderError& error, const ErrorFields& from) {
 }  // namespace
 
 struct Inspector::Impl {
+    explicit Impl(bool dom) : dom_fast_path(dom) {}
+
+    bool dom_fast_path;
+    simdjson::dom::parser dom_parser{dom_max_bytes};
     od::parser parser;
     ByteBuffer pad;
     DataInfo info;
@@ -78,10 +94,30 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
         capacity = static_cast<std::size_t>(pad.readable_end() - pad.data());
     }
 
-    od::document doc;
     LineWalker walker(info, endpoint, json + text.size());
-    if (parser.iterate(json, text.size(), capacity).get(doc) != SUCCESS || walker.document(doc) != SUCCESS) {
+    bool whole = false;
+    simdjson::dom::element root;
+    if (dom_fast_path && text.size() <= dom_max_bytes) {
+        if (dom_parser.capacity() == 0 &&
+            dom_parser.allocate(std::max<std::size_t>(text.size(), 1024), dom_max_depth) != SUCCESS) {
+            dom_fast_path = false;
+        }
+        whole = dom_fast_path && dom_parser.parse(json, text.size(), false).get(root) == SUCCESS;
+    }
+    if (whole) {
+        walker.dom_document(root);
+    } else {
+        od::document doc;
+        if (parser.iterate(json, text.size(), capacity).get(doc) != SUCCESS) return false;
+        whole = walker.document(doc) == SUCCESS;
+    }
+    walker.settle_fragments();
+    if (!whole) {
+        // Unparseable: nothing the line said counts, but the answer text read
+        // before the fault is still scanned for credentials (inspect.hpp).
+        std::vector<AnswerFragment> fragments = std::move(info.answer_fragments);
         reset(info);
+        info.answer_fragments = std::move(fragments);
         return false;
     }
     info.kind = DataKind::json;
@@ -131,7 +167,8 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
     return true;
 }
 
-Inspector::Inspector() : impl_(std::make_unique<Impl>()) {}
+Inspector::Inspector() : Inspector(true) {}
+Inspector::Inspector(bool dom_fast_path) : impl_(std::make_unique<Impl>(dom_fast_path)) {}
 Inspector::~Inspector() = default;
 
 const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,

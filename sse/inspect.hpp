@@ -1,6 +1,7 @@
 // What one SSE `data:` line says, for the relay's section 7 and 8 decisions:
-// [DONE], whether it is JSON at all, answer text (section 1), finish reason,
-// end marker, model identity, structured error event, usage. Also the two
+// [DONE], whether it is JSON at all, answer text (section 1) and its decoded
+// strings (for section 8's credential scan), finish reason, end marker, model
+// identity, structured error event, usage. Also the two
 // non-stream body questions: the error a non-2xx body declares, and the
 // identity of a non-stream 200 body.
 //
@@ -9,7 +10,10 @@
 // line is visited once, so the whole line is validated (On-Demand alone is
 // lazy and would not notice malformed JSON in a member nobody reads, nor
 // trailing bytes) and nothing is re-serialised. One thread per Inspector.
-// Never reads an error message.
+// Never reads an error message. The one walk serves every per-event check:
+// the credential scan takes the answer-text fragments it collected rather
+// than parsing the line again (SPEC section 8's cost: every event of every
+// stream).
 #pragma once
 
 #include "policy/endpoint.hpp"
@@ -27,6 +31,36 @@
 namespace modelproxy::sse {
 
 struct Event;
+
+// Which answer text a fragment continues (section 8: "each choice's
+// concatenated answer text"). Fragments with equal keys are one text, scanned
+// as one stream; different keys never join, so a reasoning fragment cannot
+// hide the start of a content token.
+struct AnswerTextKey {
+    enum class Field : std::uint8_t {
+        content,            // chat delta.content; messages delta.text; responses output_text
+        reasoning,          // chat delta.reasoning_content / delta.reasoning; messages delta.thinking;
+                            // responses reasoning_text
+        reasoning_summary,  // responses reasoning_summary_text
+        refusal,            // chat delta.refusal; responses refusal
+        arguments,          // chat tool_calls[].function.arguments (sub = tool call index) and
+                            // function_call.arguments; messages delta.partial_json; responses
+                            // function_call_arguments
+        text,               // completions choice text
+        other_delta,        // any other responses `response.*.delta` with a string delta
+    };
+    std::int64_t index = 0;  // chat/completions choice `index` (else its position);
+                             // messages `index`; responses `output_index`
+    std::int64_t sub = 0;    // tool call index; responses content_index / summary_index
+    Field field = Field::content;
+
+    friend bool operator==(const AnswerTextKey&, const AnswerTextKey&) = default;
+};
+
+struct AnswerFragment {
+    AnswerTextKey key;
+    std::string_view text;  // decoded (JSON escapes resolved), never empty
+};
 
 enum class DataKind : std::uint8_t {
     json,         // the whole line is one JSON value (any type)
@@ -59,6 +93,18 @@ struct DataInfo {
     // (embeddings, moderations, any other path): every JSON data line. Never
     // for [DONE], an unparseable line or a structured error event.
     bool answer_text = false;
+
+    // The decoded answer-text strings of the line, in line order, for the
+    // credential scan's second channel (StreamScan::feed_answer_text). Chat:
+    // choices[].delta.{content, reasoning_content, reasoning, refusal,
+    // tool_calls[].function.arguments, function_call.arguments}; completions:
+    // choices[].text; responses: the string `delta` of a `response.*.delta`
+    // event; messages: a `content_block_delta`'s delta.{text, partial_json,
+    // thinking}. Only non-empty strings; none on other endpoints. A line that
+    // fails to parse keeps the fragments read before the fault (section 7
+    // refuses it on dialect routes; elsewhere it is forwarded, so its text is
+    // still scanned). Storage is reused from call to call.
+    std::vector<AnswerFragment> answer_fragments;
 
     // Section 4's end marker, by endpoint: chat/completions [DONE];
     // responses `response.completed` / `response.incomplete`; messages
@@ -112,6 +158,9 @@ struct BodyIdentity {
 class Inspector {
 public:
     Inspector();
+    // false: the On-Demand walk alone, without the DOM fast path; for tests
+    // that check the two walks read every line alike.
+    explicit Inspector(bool dom_fast_path);
     ~Inspector();
     Inspector(const Inspector&) = delete;
     Inspector& operator=(const Inspector&) = delete;

@@ -52,6 +52,36 @@ bool valid_number(std::string_view t) {
     return i == t.size();
 }
 
+error_code key_of(od::field& field, std::string_view& out) {
+    const char* raw = field.key().raw();
+    std::size_t n = 0;
+    while (raw[n] != '"') {
+        if (raw[n] == '\\') return field.unescaped_key().get(out);
+        ++n;
+    }
+    out = std::string_view(raw, n);
+    return SUCCESS;
+}
+
+// The token runs from the opening quote to the next structural character. A
+// string with no backslash ends at the last quote, whitespace after it; a
+// quote inside it would have opened another string, itself structural, so
+// `"` ... `"` with no backslash between is the whole string. Anything else
+// goes through simdjson's own unescaping.
+error_code string_of(od::value& v, std::string_view& out) {
+    std::string_view token = v.raw_json_token();
+    std::size_t n = token.size();
+    while (n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t' || token[n - 1] == '\n' || token[n - 1] == '\r')) --n;
+    if (n >= 2 && token[0] == '"' && token[n - 1] == '"') {
+        const std::string_view body = token.substr(1, n - 2);
+        if (body.find('\\') == std::string_view::npos) {
+            out = body;
+            return SUCCESS;
+        }
+    }
+    return v.get_string().get(out);
+}
+
 error_code LineWalker::document(od::document& doc) {
     od::json_type type;
     MP_TRY(doc.type().get(type));
@@ -64,7 +94,7 @@ error_code LineWalker::document(od::document& doc) {
                 od::field field;
                 MP_TRY(std::move(result).get(field));
                 std::string_view key;
-                MP_TRY(field.unescaped_key().get(key));
+                MP_TRY(key_of(field, key));
                 MP_TRY(top_member(key, field.value()));
             }
             break;
@@ -130,12 +160,16 @@ error_code LineWalker::top_member(std::string_view key, od::value& v) {
             if (key == "choices") return choices_member(v);
             break;
         case Endpoint::responses:
-            if (key == "delta") return nonempty(v, 1, delta_nonempty);
+            if (key == "delta") return text_member(v, 1, AnswerTextKey::Field::other_delta, delta_nonempty);
             if (key == "response") return response_member(v);
             if (key == "code") return code_member(v, 1, top_code);
+            if (key == "output_index") return int_member(v, 1, top_index);
+            if (key == "content_index" || key == "summary_index") return int_member(v, 1, top_sub);
             break;
         case Endpoint::messages:
             if (key == "message") return message_member(v);
+            if (key == "delta") return messages_delta_member(v);
+            if (key == "index") return int_member(v, 1, top_index);
             break;
         default:
             break;
@@ -165,14 +199,14 @@ error_code LineWalker::skip(od::value& v, int depth) {
                 od::field field;
                 MP_TRY(std::move(result).get(field));
                 std::string_view key;  // unescaping validates the key's escapes
-                MP_TRY(field.unescaped_key().get(key));
+                MP_TRY(key_of(field, key));
                 MP_TRY(skip(field.value(), depth + 1));
             }
             return SUCCESS;
         }
         case od::json_type::string: {
             std::string_view s;
-            return v.get_string().get(s);
+            return string_of(v, s);
         }
         case od::json_type::number:
             // Left unconsumed: the enclosing iterator steps over it.
@@ -198,7 +232,7 @@ error_code LineWalker::nonempty(od::value& v, int depth, bool& out) {
     switch (type) {
         case od::json_type::string: {
             std::string_view s;
-            MP_TRY(v.get_string().get(s));
+            MP_TRY(string_of(v, s));
             out = !s.empty();
             return SUCCESS;
         }
@@ -223,7 +257,7 @@ error_code LineWalker::nonempty(od::value& v, int depth, bool& out) {
                 od::field field;
                 MP_TRY(std::move(result).get(field));
                 std::string_view key;
-                MP_TRY(field.unescaped_key().get(key));
+                MP_TRY(key_of(field, key));
                 MP_TRY(skip(field.value(), depth + 1));
                 any = true;
             }
@@ -245,7 +279,19 @@ error_code LineWalker::string_member(od::value& v, int depth, std::string_view& 
     od::json_type type;
     MP_TRY(v.type().get(type));
     if (type != od::json_type::string) return skip(v, depth);
-    return v.get_string().get(out);
+    return string_of(v, out);
+}
+
+// An integer member (a choice or block index); any other valid value is
+// validated and leaves `out` as it was (1.5, 1e99: the position stands).
+error_code LineWalker::int_member(od::value& v, int depth, std::int64_t& out) {
+    od::json_type type;
+    MP_TRY(v.type().get(type));
+    if (type != od::json_type::number) return skip(v, depth);
+    if (!valid_number(v.raw_json_token())) return simdjson::NUMBER_ERROR;
+    std::int64_t n = 0;
+    if (v.get_int64().get(n) == SUCCESS) out = n;  // else left unconsumed, stepped over
+    return SUCCESS;
 }
 
 error_code LineWalker::type_member(od::value& v) {
@@ -256,7 +302,7 @@ error_code LineWalker::type_member(od::value& v) {
         return skip(v, 1);
     }
     std::string_view s;
-    MP_TRY(v.get_string().get(s));
+    MP_TRY(string_of(v, s));
     out_.type = s;
     if (s != "error") other_member = true;
     return SUCCESS;
@@ -296,7 +342,7 @@ error_code LineWalker::error_member(od::value& v, int depth, ErrorFields& into) 
         od::field field;
         MP_TRY(std::move(result).get(field));
         std::string_view key;
-        MP_TRY(field.unescaped_key().get(key));
+        MP_TRY(key_of(field, key));
         od::value& member = field.value();
         if (key == "code") {
             MP_TRY(code_member(member, depth + 1, into));
@@ -316,7 +362,7 @@ error_code LineWalker::error_member(od::value& v, int depth, ErrorFields& into) 
                 od::field inner_field;
                 MP_TRY(std::move(inner_result).get(inner_field));
                 std::string_view inner_key;
-                MP_TRY(inner_field.unescaped_key().get(inner_key));
+                MP_TRY(key_of(inner_field, inner_key));
                 if (inner_key == "code") {
                     MP_TRY(string_member(inner_field.value(), depth + 2, into.inner));
                 } else {
@@ -340,7 +386,7 @@ error_code LineWalker::usage_member(od::value& v, int depth) {
         od::field field;
         MP_TRY(std::move(result).get(field));
         std::string_view key;
-        MP_TRY(field.unescaped_key().get(key));
+        MP_TRY(key_of(field, key));
         od::value& member = field.value();
         std::optional<std::uint64_t>* slot = nullptr;
         if (key == "prompt_tokens" || key == "input_tokens") slot = &out_.usage.input_tokens;
@@ -349,87 +395,22 @@ error_code LineWalker::usage_member(od::value& v, int depth) {
         std::uint64_t count = 0;
         od::json_type member_type;
         MP_TRY(member.type().get(member_type));
-        if (slot && member_type == od::json_type::number && member.get_uint64().get(count) == SUCCESS) {
-            *slot = count;
-            continue;
+        if (slot && member_type == od::json_type::number) {
+            if (member.get_uint64().get(count) == SUCCESS) {
+                *slot = count;
+                continue;
+            }
+            // `-0` counts 0, as simdjson's DOM parser (the fast path) reads
+            // it; another negative integer counts nothing. Either way the
+            // value was consumed.
+            std::int64_t negative = 0;
+            if (member.get_int64().get(negative) == SUCCESS) {
+                if (negative == 0) *slot = 0;
+                continue;
+            }
         }
         MP_TRY(skip(member, depth + 1));
     }
-    return SUCCESS;
-}
-
-error_code LineWalker::choices_member(od::value& v) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::array) return skip(v, 1);
-    od::array choices;
-    MP_TRY(v.get_array().get(choices));
-    for (auto result : choices) {
-        od::value choice;
-        MP_TRY(result.get(choice));
-        od::json_type choice_type;
-        MP_TRY(choice.type().get(choice_type));
-        if (choice_type != od::json_type::object) {
-            MP_TRY(skip(choice, 2));
-            continue;
-        }
-        od::object object;
-        MP_TRY(choice.get_object().get(object));
-        for (auto field_result : object) {
-            od::field field;
-            MP_TRY(std::move(field_result).get(field));
-            std::string_view key;
-            MP_TRY(field.unescaped_key().get(key));
-            od::value& member = field.value();
-            if (key == "finish_reason") {
-                MP_TRY(finish_reason_member(member, 3));
-            } else if (endpoint_ == Endpoint::chat_completions && key == "delta") {
-                MP_TRY(delta_member(member, 3));
-            } else if (endpoint_ == Endpoint::completions && key == "text") {
-                std::string_view text;
-                MP_TRY(string_member(member, 3, text));
-                if (!text.empty()) out_.answer_text = true;
-            } else {
-                MP_TRY(skip(member, 3));
-            }
-        }
-    }
-    return SUCCESS;
-}
-
-error_code LineWalker::delta_member(od::value& v, int depth) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, depth);
-    od::object delta;
-    MP_TRY(v.get_object().get(delta));
-    for (auto result : delta) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(field.unescaped_key().get(key));
-        if (key == "role") {
-            MP_TRY(skip(field.value(), depth + 1));
-            continue;
-        }
-        bool filled = false;
-        MP_TRY(nonempty(field.value(), depth + 1, filled));
-        if (filled) out_.answer_text = true;
-    }
-    return SUCCESS;
-}
-
-error_code LineWalker::finish_reason_member(od::value& v, int depth) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type == od::json_type::null) return skip(v, depth);
-    std::string_view reason;
-    if (type == od::json_type::string) {
-        MP_TRY(v.get_string().get(reason));
-    } else {
-        MP_TRY(skip(v, depth));
-    }
-    if (!out_.finish_reason) out_.finish_reason = reason;
     return SUCCESS;
 }
 
@@ -443,7 +424,7 @@ error_code LineWalker::response_member(od::value& v) {
         od::field field;
         MP_TRY(std::move(result).get(field));
         std::string_view key;
-        MP_TRY(field.unescaped_key().get(key));
+        MP_TRY(key_of(field, key));
         od::value& member = field.value();
         if (key == "model") {
             MP_TRY(model_member(member, 2));
@@ -468,7 +449,7 @@ error_code LineWalker::message_member(od::value& v) {
         od::field field;
         MP_TRY(std::move(result).get(field));
         std::string_view key;
-        MP_TRY(field.unescaped_key().get(key));
+        MP_TRY(key_of(field, key));
         od::value& member = field.value();
         if (key == "model") {
             MP_TRY(model_member(member, 2));

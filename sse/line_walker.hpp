@@ -4,6 +4,11 @@
 // way what the endpoint's rules need (sse/inspect.hpp says which). Every
 // handler consumes the value it is given fully, so nothing is skipped
 // unvalidated. Internal to sse/: the Inspector is the interface.
+//
+// Cost: keys and strings without a backslash are read in place (simdjson's
+// stage 1 has already checked their UTF-8 and control characters), so only
+// a string with an escape is unescaped into the parser's buffer; that is
+// where the escapes are validated.
 #pragma once
 
 #include "policy/endpoint.hpp"
@@ -33,9 +38,22 @@ public:
         : out_(out), endpoint_(endpoint), text_end_(text_end) {}
 
     // SUCCESS when the document is one whole JSON value. Fills out's
-    // object, answer_text (chat/completions), finish_reason, type, models and
-    // usage; the members below hold the rest for the Inspector's rules.
+    // object, answer_text (chat/completions), finish_reason, type, models,
+    // usage and answer_fragments; the members below hold the rest for the
+    // Inspector's rules.
     simdjson::error_code document(simdjson::ondemand::document& doc);
+
+    // The same rules over a document simdjson's DOM parser has already
+    // validated whole (sse/line_walker_dom.cpp): the fast path. The DOM
+    // parser is the stricter of the two where they differ (it refuses what
+    // it cannot represent, which On-Demand then decides), so a line it takes
+    // is one document() takes too, and reads the same.
+    void dom_document(simdjson::dom::element root);
+
+    // Applies the responses / messages rules to the fragments collected
+    // (which event types carry answer text, and their keys). Called after
+    // document() whatever it returned: `type` may come after `delta`.
+    void settle_fragments();
 
     ErrorFields top_error;        // top-level `error`
     ErrorFields response_error;   // `response.error` (responses)
@@ -43,8 +61,11 @@ public:
     bool saw_error = false;       // a top-level `error` member
     bool other_member = false;    // a top-level member other than `error` and `"type":"error"`
     bool delta_nonempty = false;  // responses: top-level `delta` is non-empty
+    std::int64_t top_index = 0;   // responses `output_index`; messages `index`
+    std::int64_t top_sub = 0;     // responses `content_index` / `summary_index`
 
 private:
+    using element = simdjson::dom::element;
     using value = simdjson::ondemand::value;
     using error_code = simdjson::error_code;
 
@@ -52,6 +73,7 @@ private:
     error_code skip(value& v, int depth);
     error_code nonempty(value& v, int depth, bool& out);
     error_code string_member(value& v, int depth, std::string_view& out);
+    error_code int_member(value& v, int depth, std::int64_t& out);
     error_code type_member(value& v);
     error_code model_member(value& v, int depth);
     error_code code_member(value& v, int depth, ErrorFields& into);
@@ -59,6 +81,24 @@ private:
     error_code usage_member(value& v, int depth);
     error_code choices_member(value& v);
     error_code delta_member(value& v, int depth);
+    error_code text_member(value& v, int depth, AnswerTextKey::Field field, bool& nonempty_out);
+    error_code function_member(value& v, int depth, bool& nonempty_out);
+    error_code tool_calls_member(value& v, int depth, bool& nonempty_out);
+    error_code messages_delta_member(value& v);
+
+    void dom_top_member(std::string_view key, element v);
+    void dom_model(element v);
+    void dom_code(element v, ErrorFields& into);
+    void dom_error(element v, ErrorFields& into);
+    void dom_usage(element v);
+    void dom_choices(element v);
+    void dom_delta(element v);
+    bool dom_text(element v, AnswerTextKey::Field field);
+    bool dom_function(element v);
+    bool dom_tool_calls(element v);
+    void dom_messages_delta(element v);
+    void dom_response(element v);
+    void dom_message(element v);
     error_code finish_reason_member(value& v, int depth);
     error_code response_member(value& v);
     error_code message_member(value& v);
@@ -70,5 +110,14 @@ private:
 
 // JSON's number grammar, whole token, trailing whitespace allowed.
 bool valid_number(std::string_view token);
+
+// A member's key: in place when it holds no backslash, else unescaped (which
+// validates its escapes).
+simdjson::error_code key_of(simdjson::ondemand::field& field, std::string_view& out);
+
+// A value known to be a string: in place when it holds no backslash, else
+// unescaped into the parser's buffer (which validates its escapes). Leaves
+// an in-place string unconsumed: the enclosing iterator steps over it.
+simdjson::error_code string_of(simdjson::ondemand::value& v, std::string_view& out);
 
 }  // namespace modelproxy::sse::detail

@@ -8,13 +8,18 @@
 // Times are this thread's CPU time per event, the median of seven runs with
 // the min-max spread (tests/bench/bench.hpp).
 //
-// Prints ns per event for: identity alone (on an inspected line), the
-// credential stream scan alone (raw bytes + answer-text channel), both
-// together, and the Inspector's own parse plus both (the relay's whole
-// per-event cost at the boundary).
+// The headline ("identity + credentials per event") is the relay's whole
+// per-event boundary work, called as proxy/turn.cpp stream_attempt calls it:
+// the event's raw bytes to the credential stream scan, then for its data line
+// one Inspector::inspect (the only JSON parse), its answer-text fragments to
+// the credential scan's second channel, and the line to the identity check.
+// The events are sse::Event values as the Reader yields them for one event per
+// upstream read: nothing readable past the event, so the Inspector copies the
+// line into its padded buffer, as it does in the relay. The parts follow.
 #include "sse/credentials.hpp"
 #include "sse/identity.hpp"
 #include "sse/inspect.hpp"
+#include "sse/reader.hpp"
 #include "tests/bench/bench.hpp"
 
 #include <cstdio>
@@ -37,21 +42,39 @@ Figure ns_per_event(std::size_t events, F&& f) {
     return modelproxy::bench::ns_per_op(events, std::forward<F>(f));
 }
 
+// One event of a stream, as sse::Reader yields it.
+struct Chunk {
+    std::string raw;        // "data: {...}\n\n"
+    std::string padded;     // the line with room after it (the in-place case)
+    std::string_view line;  // into raw
+    std::string_view data[1];
+    Event event;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::size_t events = modelproxy::bench::ops_from(argc, argv, 200'000);
+    constexpr Endpoint chat = Endpoint::chat_completions;
 
     // A few different words so the text is not one repeated byte pattern.
     const std::vector<std::string> words = {" the", " quick", " brown", " fox", " jumps", " over", " lazy", " dog"};
-    std::vector<std::string> lines, raws;
-    for (const std::string& w : words) {
-        lines.push_back(R"({"id":"chatcmpl-9xYzAbCdEfGh","object":"chat.completion.chunk","created":1720000000,)"
-                        R"("model":"gpt-4o-2024-08-06","system_fingerprint":"fp_abc123","choices":[{"index":0,)"
-                        R"("delta":{"content":")" + w + R"("},"logprobs":null,"finish_reason":null}]})");
-        raws.push_back("data: " + lines.back() + "\n\n");
+    std::vector<Chunk> chunks(words.size());
+    for (std::size_t k = 0; k < words.size(); ++k) {
+        Chunk& c = chunks[k];
+        const std::string line = R"({"id":"chatcmpl-9xYzAbCdEfGh","object":"chat.completion.chunk","created":1720000000,)"
+                                 R"("model":"gpt-4o-2024-08-06","system_fingerprint":"fp_abc123","choices":[{"index":0,)"
+                                 R"("delta":{"content":")" + words[k] + R"("},"logprobs":null,"finish_reason":null}]})";
+        c.raw = "data: " + line + "\n\n";
+        c.padded = line + std::string(64, ' ');
+        c.line = std::string_view(c.raw).substr(6, line.size());
+        c.data[0] = c.line;
+        c.event.raw = c.raw;
+        c.event.data = c.data;
+        c.event.readable_end = c.raw.data() + c.raw.size();  // the read ended with the event
     }
-    std::printf("chunk: %zu raw bytes\n", raws[0].size());
+    std::printf("chunk: %zu raw bytes, a %zu-byte data line\n", chunks[0].raw.size(), chunks[0].line.size());
+    const auto at = [&](std::size_t i) -> const Chunk& { return chunks[i % chunks.size()]; };
 
     const std::vector<std::string> keys = {"sk-proj-Zq7LmN3pR8sT1vW4xY6zA9bC2dE5fG8hJ0kL3mN6pQ9rS2tU5vW8xY1zA4"};
     auto built = CredentialScanner::build(keys, std::vector<std::string>{"corp-[0-9]{8}"}, true);
@@ -62,59 +85,78 @@ int main(int argc, char** argv) {
     const CredentialScanner& scanner = std::get<CredentialScanner>(built);
     const IdentityRule rule = IdentityRule::wildcard_for("gpt-4o");
 
+    // Each line inspected once, in place: the views stay valid (they point
+    // into `padded`) for the parts below that reuse them.
+    std::vector<Inspector> inspectors(chunks.size());
+    std::vector<const DataInfo*> infos;
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+        const Chunk& c = chunks[k];
+        const std::string_view line(c.padded.data(), c.line.size());
+        infos.push_back(&inspectors[k].inspect(line, chat, {}, c.padded.data() + c.padded.size()));
+        if (infos.back()->answer_fragments.size() != 1) {
+            std::fprintf(stderr, "expected one answer-text fragment per chunk\n");
+            return 1;
+        }
+    }
+
     Inspector inspector;
-    std::vector<DataInfo> infos;  // copies: views point at `lines`
-    for (const std::string& line : lines) infos.push_back(inspector.inspect(line, Endpoint::chat_completions));
-
     StreamIdentity identity(rule);
-    const Figure id_ns = ns_per_event(events, [&](std::size_t i) {
-        sink += static_cast<int>(identity.on_line(infos[i % infos.size()]));
-    });
-
     StreamScan scan = scanner.stream_scan();
-    const Figure raw_ns = ns_per_event(events, [&](std::size_t i) {
-        sink += static_cast<int>(scan.feed_bytes(raws[i % raws.size()]));
-    });
-    scan.reset();
-    AnswerTextExtractor extractor;
-    const Figure extract_ns = ns_per_event(events, [&](std::size_t i) {
-        sink += static_cast<int>(extractor.extract(lines[i % lines.size()], Endpoint::chat_completions).size());
-    });
+
+    // The relay's per-event work (proxy/turn.cpp stream_attempt).
+    const auto relay_event = [&](const Event& e) {
+        sink += static_cast<int>(scan.feed_bytes(e.raw));
+        for (std::size_t i = 0; i < e.data.size(); ++i) {
+            const DataInfo& info = inspector.inspect(e, i, chat);
+            sink += static_cast<int>(scan.feed_answer_text(info.answer_fragments));
+            sink += static_cast<int>(identity.on_line(info));
+        }
+    };
+    const Figure all_ns = ns_per_event(events, [&](std::size_t i) { relay_event(at(i).event); });
+    if (scan.verdict() != CredentialVerdict::clean || identity.finish() != IdentityVerdict::ok) {
+        std::fprintf(stderr, "unexpected refusal: %.*s\n", static_cast<int>(scan.matched_rule().size()),
+                     scan.matched_rule().data());
+        return 1;
+    }
+
     const Figure inspect_ns = ns_per_event(events, [&](std::size_t i) {
-        sink += inspector.inspect(lines[i % lines.size()], Endpoint::chat_completions).answer_text;
+        sink += inspector.inspect(at(i).event, 0, chat).answer_text;
     });
-    const Figure cred_ns = ns_per_event(events, [&](std::size_t i) {
-        const std::size_t k = i % lines.size();
-        scan.feed_bytes(raws[k]);
-        sink += static_cast<int>(scan.feed_data_line(lines[k], Endpoint::chat_completions));
+    const Figure inspect_in_place_ns = ns_per_event(events, [&](std::size_t i) {
+        const Chunk& c = at(i);
+        sink += inspector.inspect(std::string_view(c.padded.data(), c.line.size()), chat, {},
+                                  c.padded.data() + c.padded.size())
+                    .answer_text;
     });
-
     identity.reset();
-    scan.reset();
-    const Figure both_ns = ns_per_event(events, [&](std::size_t i) {
-        const std::size_t k = i % lines.size();
-        sink += static_cast<int>(identity.on_line(infos[k]));
-        scan.feed_bytes(raws[k]);
-        sink += static_cast<int>(scan.feed_data_line(lines[k], Endpoint::chat_completions));
+    const Figure id_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += static_cast<int>(identity.on_line(*infos[i % infos.size()]));
     });
-
-    identity.reset();
     scan.reset();
-    const Figure all_ns = ns_per_event(events, [&](std::size_t i) {
-        const std::size_t k = i % lines.size();
-        sink += static_cast<int>(identity.on_line(inspector.inspect(lines[k], Endpoint::chat_completions)));
-        scan.feed_bytes(raws[k]);
-        sink += static_cast<int>(scan.feed_data_line(lines[k], Endpoint::chat_completions));
+    const Figure raw_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += static_cast<int>(scan.feed_bytes(at(i).raw));
+    });
+    scan.reset();
+    const Figure text_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += static_cast<int>(scan.feed_answer_text(infos[i % infos.size()]->answer_fragments));
+    });
+    scan.reset();
+    identity.reset();
+    const Figure checks_ns = ns_per_event(events, [&](std::size_t i) {
+        const DataInfo& info = *infos[i % infos.size()];
+        sink += static_cast<int>(scan.feed_bytes(at(i).raw));
+        sink += static_cast<int>(scan.feed_answer_text(info.answer_fragments));
+        sink += static_cast<int>(identity.on_line(info));
     });
 
     const std::size_t attempts = events / 100 + 1;
     const Figure open_ns = ns_per_event(attempts, [&](std::size_t) {
         StreamScan fresh = scanner.stream_scan();
-        sink += static_cast<int>(fresh.feed_bytes(raws[0]));
+        sink += static_cast<int>(fresh.feed_bytes(chunks[0].raw));
     });
 
     std::string body;
-    for (int i = 0; i < 20; ++i) body += lines[static_cast<std::size_t>(i) % lines.size()];
+    for (int i = 0; i < 20; ++i) body += chunks[static_cast<std::size_t>(i) % chunks.size()].line;
     BodyScan block = scanner.body_scan();
     const Figure body_ns = ns_per_event(events / 10 + 1, [&](std::size_t) { sink += block.contains_secret(body); });
 
@@ -126,13 +168,13 @@ int main(int argc, char** argv) {
     keep(sink);
     std::printf("events: %zu\n", events);
     using modelproxy::bench::print;
-    print("identity (StreamIdentity::on_line)", id_ns, "ns/event");
-    print("  raw bytes stream scan alone", raw_ns, "ns/event");
-    print("  answer-text extraction alone (simdjson)", extract_ns, "ns/event");
-    print("Inspector::inspect alone (reference)", inspect_ns, "ns/event");
-    print("credentials (raw + answer-text stream scan)", cred_ns, "ns/event");
-    print("identity + credentials", both_ns, "ns/event");
-    print("Inspector::inspect + identity + credentials", all_ns, "ns/event");
+    print("identity + credentials per event (as the relay runs them)", all_ns, "ns/event");
+    print("  Inspector::inspect (copied into its padded buffer)", inspect_ns, "ns/event");
+    print("  Inspector::inspect (in place, padding readable)", inspect_in_place_ns, "ns/event");
+    print("  credentials: raw bytes stream scan", raw_ns, "ns/event");
+    print("  credentials: answer-text stream scan (fragments)", text_ns, "ns/event");
+    print("  identity (StreamIdentity::on_line)", id_ns, "ns/event");
+    print("  both checks on an inspected line (no parse)", checks_ns, "ns/event");
     print("StreamScan per attempt (clone scratch, open)", open_ns, "ns");
     std::printf("BodyScan::contains_secret on a %zu-byte body:\n", body.size());
     print("  one body", body_ns, "ns");

@@ -1,5 +1,6 @@
 #include "sse/credentials.hpp"
 
+#include "sse/inspect.hpp"
 #include "sse/reader.hpp"
 
 #include <catch2/catch.hpp>
@@ -10,10 +11,11 @@
 #include <vector>
 
 using modelproxy::policy::Endpoint;
-using modelproxy::sse::AnswerTextExtractor;
+using modelproxy::sse::AnswerFragment;
 using modelproxy::sse::AnswerTextKey;
 using modelproxy::sse::CredentialScanner;
 using modelproxy::sse::CredentialVerdict;
+using modelproxy::sse::Inspector;
 using modelproxy::sse::StreamScan;
 
 namespace {
@@ -71,12 +73,15 @@ std::string chunk(std::string_view text, int index = 0, std::string_view field =
            std::string(field) + R"(":")" + std::string(text) + R"("}}]})";
 }
 
-// Feeds events as the relay does (raw bytes, then the data line); the index
-// of the first event that refused, or -1.
+// Feeds events as the relay does (raw bytes, then the answer-text fragments
+// the Inspector found in the data line); the index of the first event that
+// refused, or -1.
 int refused_at(StreamScan& scan, const Strings& lines, Endpoint endpoint = Endpoint::chat_completions) {
+    Inspector inspector;
     for (std::size_t i = 0; i < lines.size(); ++i) {
         scan.feed_bytes("data: " + lines[i] + "\n\n");
-        if (scan.feed_data_line(lines[i], endpoint) == CredentialVerdict::credential_in_response)
+        if (scan.feed_answer_text(inspector.inspect(lines[i], endpoint).answer_fragments) ==
+            CredentialVerdict::credential_in_response)
             return static_cast<int>(i);
     }
     return scan.finish() == CredentialVerdict::credential_in_response ? static_cast<int>(lines.size()) : -1;
@@ -297,13 +302,17 @@ TEST_CASE("credentials: events from sse::Reader, any read size", "[credentials]"
     for (std::size_t read : {body.size(), std::size_t{1}, std::size_t{7}}) {
         CAPTURE(read);
         modelproxy::sse::Reader reader;
+        Inspector inspector;
         StreamScan scan = defaults().stream_scan();
         int event = 0, refused = -1;
         for (std::size_t at = 0; at < body.size(); at += read) {
             reader.feed(std::string_view(body).substr(at, read));
             while (const auto* e = reader.next()) {
-                if (scan.feed_event(*e, Endpoint::chat_completions) != CredentialVerdict::clean && refused < 0)
-                    refused = event;
+                // As proxy/turn.cpp: the raw bytes, then each data line's fragments.
+                scan.feed_bytes(e->raw);
+                for (std::size_t i = 0; i < e->data.size(); ++i)
+                    scan.feed_answer_text(inspector.inspect(*e, i, Endpoint::chat_completions).answer_fragments);
+                if (scan.verdict() != CredentialVerdict::clean && refused < 0) refused = event;
                 ++event;
             }
         }
@@ -329,26 +338,101 @@ TEST_CASE("credentials: a secret pattern anchored at the end of the stream", "[c
     CHECK(scan.finish() == CredentialVerdict::credential_in_response);
 }
 
-TEST_CASE("answer text extractor", "[credentials]") {
+TEST_CASE("answer-text fragments of each endpoint", "[credentials]") {
     using F = AnswerTextKey::Field;
-    AnswerTextExtractor extractor;
-    auto one = [&](std::string_view line, Endpoint endpoint) {
-        const auto got = extractor.extract(line, endpoint);
-        REQUIRE(got.size() == 1);
-        return got[0];
+    Inspector inspector;
+    // The fragments as "index/sub/field=text", in line order.
+    auto texts = [&](std::string_view line, Endpoint endpoint, std::string_view event = {}) {
+        std::vector<std::string> out;
+        for (const AnswerFragment& f : inspector.inspect(line, endpoint, event).answer_fragments)
+            out.push_back(std::to_string(f.key.index) + "/" + std::to_string(f.key.sub) + "/" +
+                          std::to_string(static_cast<int>(f.key.field)) + "=" + std::string(f.text));
+        return out;
     };
-    const auto a = one(R"({"choices":[{"delta":{"content":"a\"b\u00e9"},"index":3}]})", Endpoint::chat_completions);
-    CHECK(a.text == "a\"b\xc3\xa9");
-    CHECK(a.key == AnswerTextKey{3, 0, F::content});  // index after delta
-    const auto t = one(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{}"},"index":2}]}}]})",
-                       Endpoint::chat_completions);
-    CHECK(t.key == AnswerTextKey{0, 2, F::arguments});
-    const auto r = one(R"({"delta":"x","type":"response.reasoning_summary_text.delta","output_index":1,"summary_index":2})",
-                       Endpoint::responses);
-    CHECK(r.key == AnswerTextKey{1, 2, F::reasoning_summary});
-    CHECK(extractor.extract(R"({"type":"content_block_start","index":0,"delta":{"text":"x"}})", Endpoint::messages).empty());
-    CHECK(extractor.extract(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})", Endpoint::chat_completions).empty());
-    CHECK(extractor.extract("[DONE]", Endpoint::chat_completions).empty());
-    CHECK(extractor.extract("{not json", Endpoint::chat_completions).empty());
-    CHECK(extractor.extract(R"({"data":[{"embedding":"sk-"}]})", Endpoint::embeddings).empty());
+    using V = std::vector<std::string>;
+    const auto key = [](std::int64_t index, std::int64_t sub, F field) {
+        return std::to_string(index) + "/" + std::to_string(sub) + "/" + std::to_string(static_cast<int>(field)) + "=";
+    };
+
+    SECTION("chat: every text member, each choice by its index, decoded") {
+        CHECK(texts(R"({"choices":[{"delta":{"content":"a\"b\u00e9"},"index":3}]})", Endpoint::chat_completions) ==
+              V{key(3, 0, F::content) + "a\"b\xc3\xa9"});  // index after delta
+        CHECK(texts(R"({"choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"r","reasoning":"s",)"
+                    R"("refusal":"no","function_call":{"name":"f","arguments":"{}"}}},{"delta":{"content":"c"}}]})",
+                    Endpoint::chat_completions) == V{key(0, 0, F::reasoning) + "r", key(0, 0, F::reasoning) + "s",
+                                                     key(0, 0, F::refusal) + "no", key(0, 0, F::arguments) + "{}",
+                                                     key(1, 0, F::content) + "c"});  // 2nd choice: its position
+        CHECK(texts(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{"},"index":2},)"
+                    R"({"function":{"arguments":"}"}}]}}]})",
+                    Endpoint::chat_completions) == V{key(0, 2, F::arguments) + "{", key(0, 1, F::arguments) + "}"});
+    }
+    SECTION("chat: empty and non-string values are no fragments") {
+        CHECK(texts(R"({"choices":[{"delta":{"role":"assistant","content":""}}]})", Endpoint::chat_completions).empty());
+        CHECK(texts(R"({"choices":[{"delta":{"content":null,"refusal":7}}]})", Endpoint::chat_completions).empty());
+        CHECK(texts(R"({"choices":[{"text":"not on chat"}]})", Endpoint::chat_completions).empty());
+    }
+    SECTION("completions: choice text") {
+        CHECK(texts(R"({"choices":[{"text":"Hi","index":1},{"delta":{"content":"not here"}}]})", Endpoint::completions) ==
+              V{key(1, 0, F::text) + "Hi"});
+    }
+    SECTION("responses: the delta of a response.*.delta event, keyed by its type and indexes") {
+        CHECK(texts(R"({"delta":"x","type":"response.reasoning_summary_text.delta","output_index":1,"summary_index":2})",
+                    Endpoint::responses) == V{key(1, 2, F::reasoning_summary) + "x"});  // type after delta
+        CHECK(texts(R"({"type":"response.output_text.delta","output_index":0,"content_index":1,"delta":"t"})",
+                    Endpoint::responses) == V{key(0, 1, F::content) + "t"});
+        CHECK(texts(R"({"type":"response.function_call_arguments.delta","output_index":2,"delta":"{"})",
+                    Endpoint::responses) == V{key(2, 0, F::arguments) + "{"});
+        CHECK(texts(R"({"type":"response.audio_transcript.delta","delta":"a"})", Endpoint::responses) ==
+              V{key(0, 0, F::other_delta) + "a"});
+        CHECK(texts(R"({"type":"response.output_text.done","delta":"x","text":"whole"})", Endpoint::responses).empty());
+    }
+    SECTION("messages: a content_block_delta's text, partial_json and thinking") {
+        CHECK(texts(R"({"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"T"}})",
+                    Endpoint::messages) == V{key(2, 0, F::content) + "T"});
+        CHECK(texts(R"({"delta":{"partial_json":"{\"a"},"index":1,"type":"content_block_delta"})", Endpoint::messages) ==
+              V{key(1, 0, F::arguments) + "{\"a"});
+        CHECK(texts(R"({"type":"content_block_delta","index":0,"delta":{"thinking":"hm"}})", Endpoint::messages) ==
+              V{key(0, 0, F::reasoning) + "hm"});
+        CHECK(texts(R"({"type":"content_block_start","index":0,"delta":{"text":"x"}})", Endpoint::messages).empty());
+    }
+    SECTION("no fragments: [DONE], other endpoints") {
+        CHECK(texts("[DONE]", Endpoint::chat_completions).empty());
+        CHECK(texts(R"({"data":[{"embedding":"sk-"}]})", Endpoint::embeddings).empty());
+        CHECK(texts(R"({"choices":[{"delta":{"content":"x"}}]})", Endpoint::other).empty());
+    }
+    SECTION("a line that does not parse keeps the text read before the fault") {
+        // Section 7 refuses it on dialect routes; a generic route forwards
+        // it, so its text is still scanned.
+        CHECK(texts(R"({"choices":[{"delta":{"content":"sk-proj-AA"}}],"x":tru})", Endpoint::chat_completions) ==
+              V{key(0, 0, F::content) + "sk-proj-AA"});
+        CHECK(inspector.inspect(R"({"choices":[{"delta":{"content":"x"}}],"x":tru})", Endpoint::chat_completions).kind ==
+              modelproxy::sse::DataKind::unparseable);
+    }
+}
+
+TEST_CASE("credentials: a secret split across two events' answer text, through the Inspector", "[credentials]") {
+    // The relay's path: one Inspector walk per data line, its fragments fed
+    // to the second channel; escapes are decoded before the scan.
+    const std::string tail = "BBBB" + chars40;
+    auto [name, first, second, endpoint] = GENERATE_REF(table<std::string, std::string, std::string, Endpoint>({
+        {"chat", chunk("sk-pr"), chunk("oj-" + tail), Endpoint::chat_completions},
+        {"chat, escaped", chunk("sk\\u002dproj-AA"), chunk(tail), Endpoint::chat_completions},
+        {"completions", R"({"choices":[{"index":0,"text":"sk-proj-AA"}]})",
+         R"({"choices":[{"index":0,"text":")" + tail + R"("}]})", Endpoint::completions},
+        {"responses", R"({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":"sk-proj-AA"})",
+         R"({"type":"response.output_text.delta","output_index":0,"content_index":0,"delta":")" + tail + R"("})",
+         Endpoint::responses},
+        {"messages", R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"sk-proj-AA"}})",
+         R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")" + tail + R"("}})",
+         Endpoint::messages},
+    }));
+    CAPTURE(name);
+    Inspector inspector;
+    StreamScan scan = defaults().stream_scan();
+    CHECK(scan.feed_bytes("data: " + first + "\n\n") == CredentialVerdict::clean);
+    CHECK(scan.feed_answer_text(inspector.inspect(first, endpoint).answer_fragments) == CredentialVerdict::clean);
+    CHECK(scan.feed_bytes("data: " + second + "\n\n") == CredentialVerdict::clean);  // not in the raw bytes
+    CHECK(scan.feed_answer_text(inspector.inspect(second, endpoint).answer_fragments) ==
+          CredentialVerdict::credential_in_response);
+    CHECK(scan.matched_rule() == "default sk- key");
 }
