@@ -9,6 +9,8 @@
 namespace modelproxy::proxy {
 
 std::string payload_digest(std::string_view method, std::string_view target, std::string_view body);
+// The same digest written into `out` (its capacity reused).
+void payload_digest(std::string& out, std::string_view method, std::string_view target, std::string_view body);
 
 // The replay guard: true when what a replay is about to send has the first
 // attempt's digest. The turn refuses to send otherwise (500

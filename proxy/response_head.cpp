@@ -8,7 +8,9 @@ namespace modelproxy::proxy {
 
 namespace http = boost::beast::http;
 
-ResponseHead::ResponseHead(unsigned status, std::string_view reason) : status_(status) {
+ResponseHead::ResponseHead(unsigned status, std::string_view reason, std::string storage)
+    : text_(std::move(storage)), status_(status) {
+    text_.clear();
     text_.reserve(512);
     if (reason.empty()) reason = http::obsolete_reason(static_cast<http::status>(status));
     text_ += "HTTP/1.1 ";
@@ -25,7 +27,7 @@ void ResponseHead::add(std::string_view name, std::string_view value) {
     text_ += "\r\n";
 }
 
-void ResponseHead::copy_upstream(const http::response_header<>& upstream) {
+void ResponseHead::copy_upstream(const transport::ResponseHeader& upstream) {
     const auto tokens = connection_tokens(upstream[http::field::connection]);
     for (const auto& field : upstream) {
         const std::string_view name = field.name_string();

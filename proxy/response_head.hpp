@@ -4,7 +4,7 @@
 // and the framing the proxy chose.
 #pragma once
 
-#include <boost/beast/http/message.hpp>
+#include "transport/upstream.hpp"
 
 #include <cstddef>
 #include <string>
@@ -14,12 +14,14 @@ namespace modelproxy::proxy {
 
 class ResponseHead {
 public:
-    explicit ResponseHead(unsigned status, std::string_view reason = {});
+    // `storage`: a string whose capacity the head is written into (its
+    // content is dropped), so a caller that keeps one allocates nothing.
+    explicit ResponseHead(unsigned status, std::string_view reason = {}, std::string storage = {});
 
     void add(std::string_view name, std::string_view value);
     // The upstream's end-to-end headers; never its x-should-retry (section 6:
     // the proxy is the one retry owner).
-    void copy_upstream(const boost::beast::http::response_header<>& upstream);
+    void copy_upstream(const transport::ResponseHeader& upstream);
     void add_modelproxy(int attempts, std::string_view request_id);
     // x-modelproxy-error-class, -decision, -bound (when not empty), x-should-retry: false.
     void add_failure(std::string_view error_class, std::string_view decision, std::string_view bound);

@@ -1,6 +1,7 @@
 #include "proxy/server.hpp"
 
 #include "proxy/session.hpp"
+#include "proxy/turn.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -10,6 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <malloc.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -99,6 +101,12 @@ std::shared_ptr<const Runtime> load_runtime(const ServeOptions& options, const c
     return std::get<std::shared_ptr<const Runtime>>(built);
 }
 
+// Building a runtime (YAML parsing, Vectorscan's pattern compiler) leaves
+// megabytes of freed blocks scattered in the main thread's heap, which glibc
+// keeps resident because they are not at its top: about 8 of the 20 MiB a
+// fresh process held (issue 7). malloc_trim gives those pages back.
+void release_freed_memory() { ::malloc_trim(0); }
+
 }  // namespace
 
 std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::build(config::Config cfg) {
@@ -142,6 +150,22 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
 }
 
 Worker::Worker(Shared& shared, int index) : shared_(shared), index_(index) {}
+
+Worker::~Worker() = default;
+
+std::unique_ptr<RequestSlot> Worker::take_slot() {
+    if (spare_slots_.empty()) return std::make_unique<RequestSlot>();
+    auto slot = std::move(spare_slots_.back());
+    spare_slots_.pop_back();
+    return slot;
+}
+
+void Worker::give_back(std::unique_ptr<RequestSlot> slot) {
+    if (spare_slots_.size() >= max_spare_slots) return;  // a burst's extra slots are freed
+    slot->clear();
+    if (spare_slots_.capacity() == 0) spare_slots_.reserve(max_spare_slots);
+    spare_slots_.push_back(std::move(slot));
+}
 
 void Worker::write_turn(std::uint16_t slot, const TurnRecord& record) {
     shared_.log.write(record);
@@ -210,6 +234,7 @@ asio::awaitable<void> Worker::accept_loop() {
 int serve(const ServeOptions& options) {
     auto runtime = load_runtime(options, nullptr);
     if (!runtime) return 2;
+    release_freed_memory();
 
     Shared shared;
     if (auto error = shared.log.open(options.log_path)) {
@@ -304,6 +329,7 @@ int serve(const ServeOptions& options) {
                 } else {
                     say("reload refused; the previous config stays in force");
                 }
+                release_freed_memory();
                 wait_signal();
                 return;
             }

@@ -47,6 +47,8 @@ struct Runtime {
     static std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> build(config::Config config);
 };
 
+struct RequestSlot;  // turn.hpp
+
 struct Shared {
     std::atomic<std::shared_ptr<const Runtime>> runtime;
     std::atomic<bool> draining{false};
@@ -59,6 +61,7 @@ struct Shared {
 class Worker {
 public:
     Worker(Shared& shared, int index);
+    ~Worker();
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
 
@@ -86,6 +89,13 @@ public:
     void write_turn(std::uint16_t slot, const TurnRecord& record);
     void write_attempt(std::uint16_t slot, const AttemptRecord& record, std::int64_t duration_ms);
 
+    // The per-request state a connection borrows while it has a request in
+    // progress (turn.hpp). Spares are kept, cleared, up to max_spare_slots:
+    // enough for the connections that are mid-request at once.
+    std::unique_ptr<RequestSlot> take_slot();
+    void give_back(std::unique_ptr<RequestSlot> slot);
+    static constexpr std::size_t max_spare_slots = 64;
+
     // Opens this worker's acceptor on `endpoint` with SO_REUSEPORT.
     void listen(const tcp::endpoint& endpoint);
     tcp::endpoint local_endpoint() const { return acceptor_.local_endpoint(); }
@@ -104,6 +114,9 @@ private:
 
     Shared& shared_;
     int index_;
+    // Before io_: destroying io_ destroys the sessions it still holds, and
+    // they give their slots back here.
+    std::vector<std::unique_ptr<RequestSlot>> spare_slots_;
     asio::io_context io_{1};
     tcp::acceptor acceptor_{io_};
     std::unordered_map<std::string, transport::Pool> pools_;

@@ -29,23 +29,24 @@ using Clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // A request id: the client's x-request-id, else "mp-" + 16 hex digits that
-// are unique in this process and unpredictable across processes.
-std::string make_request_id() {
+// are unique in this process and unpredictable across processes. Written
+// into `out` (a reused plan string: no allocation once it has grown).
+void make_request_id(std::string& out) {
     static const std::uint64_t seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
     static std::atomic<std::uint64_t> counter{0};
     std::uint64_t x = seed + counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
     x ^= x >> 31;
     x *= 0xBF58476D1CE4E5B9ull;
     x ^= x >> 29;
-    char out[20] = "mp-";
+    char id[20] = "mp-";
     static constexpr char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; ++i) out[3 + i] = hex[(x >> (60 - 4 * i)) & 15];
-    return std::string(out, 19);
+    for (int i = 0; i < 16; ++i) id[3 + i] = hex[(x >> (60 - 4 * i)) & 15];
+    out.assign(id, 19);
 }
 
 constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
 
-std::optional<std::string_view> header(const http::request<http::string_body>& req, std::string_view name) {
+std::optional<std::string_view> header(const Request& req, std::string_view name) {
     auto it = req.find(name);
     if (it == req.end()) return std::nullopt;
     return it->value();
@@ -118,6 +119,11 @@ private:
 class Session {
 public:
     Session(Worker& worker, tcp::socket socket) : worker_(worker), socket_(std::move(socket)) {}
+    ~Session() {
+        if (slot_) worker_.give_back(std::move(slot_));
+    }
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
 
     asio::awaitable<void> run();
 
@@ -127,12 +133,34 @@ private:
                                  std::string_view allow = {}, std::string_view content_type = "application/json");
     asio::awaitable<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
                                  std::string_view message = {});
-    asio::awaitable<bool> handle(http::request<http::string_body>& req, bool keep_alive);
+    // What a request comes to, decided before any I/O. prepare() is a plain
+    // function so that its many locals live on the stack: handle()'s
+    // coroutine frame stays under the 1020 bytes Asio recycles (issue 2).
+    struct Reply {
+        enum class Kind { refuse, local, metrics, forward };
+        Kind kind = Kind::forward;
+        ClientError error{};   // refuse
+        bool with_id = false;  // the answer and record carry plan.request_id
+        std::string message;   // refuse: the envelope message, "" for the default
+        LocalAnswer answer;    // local, metrics
+
+        static Reply refusal(ClientError error, bool with_id, std::string message = {}) {
+            return Reply{Kind::refuse, error, with_id, std::move(message), {}};
+        }
+    };
+    Reply prepare(Request& req, bool keep_alive, ForwardPlan& plan);
+    enum class ReadOutcome { request, close };
+    asio::awaitable<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
+    // Answers the request (a turn when it is forwarded). Returns whether the
+    // connection stays open.
+    asio::awaitable<bool> handle(Request& req, bool keep_alive, ForwardPlan& plan);
     void record_refusal(std::string_view request_id, std::string_view code, unsigned status);
 
     Worker& worker_;
     tcp::socket socket_;
-    beast::flat_buffer buffer_;
+    // Held only while a request is in progress (see RequestSlot); null while
+    // the connection waits for its next request.
+    std::unique_ptr<RequestSlot> slot_;
 };
 
 asio::awaitable<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id,
@@ -171,6 +199,96 @@ asio::awaitable<bool> Session::refuse(ClientError error, bool keep_alive, std::s
     co_return open;
 }
 
+// Reads one request, head then body, into slot.parser; a refusal is answered
+// here. Its own coroutine, so that the connection's long-lived frame (run)
+// stays small (issue 7) and this one is recycled by Asio (issue 2).
+asio::awaitable<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,
+                                                            ReadTimer& read_timer) {
+    beast::flat_buffer& buffer = slot.buffer;
+
+    // The head, within header_timeout_ms of its first byte.
+    RequestHeadParser& head_parser = slot.head_parser.emplace();
+    head_parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
+    read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
+    {
+        auto [ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
+        if (read_timer.disarm() && ec == asio::error::operation_aborted) {
+            co_await refuse(ClientError::request_timeout, false);
+            co_return ReadOutcome::close;
+        }
+        if (ec == asio::error::operation_aborted) co_return ReadOutcome::close;
+        if (ec == http::error::header_limit) {
+            co_await refuse(ClientError::header_too_large, false);
+            co_return ReadOutcome::close;
+        }
+        if (ec == http::error::body_limit) {
+            co_await refuse(ClientError::payload_too_large, false);
+            co_return ReadOutcome::close;
+        }
+        if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
+            co_return ReadOutcome::close;
+        if (ec) {
+            co_await refuse(ClientError::bad_request, false);
+            co_return ReadOutcome::close;
+        }
+    }
+    const auto& head = head_parser.get();
+    // RFC 9112 section 6.3: a request Transfer-Encoding whose final coding
+    // is not chunked leaves the body length unknown, so the bytes after
+    // the head could be read as a body or as another request: 400, close.
+    // (Beast itself refuses Content-Length beside chunked, and lengths
+    // that disagree.)
+    if (head.count(http::field::transfer_encoding) != 0 && !head_parser.chunked()) {
+        co_await refuse(ClientError::bad_request, false);
+        co_return ReadOutcome::close;
+    }
+    if (auto length = head_parser.content_length();
+        length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
+        co_await refuse(ClientError::payload_too_large, false);
+        co_return ReadOutcome::close;
+    }
+    if (!acceptable_request_encoding(head[http::field::content_encoding])) {
+        co_await refuse(ClientError::unsupported_content_encoding, false);
+        co_return ReadOutcome::close;
+    }
+    // Expect: 100-continue is answered here and never forwarded (section 4).
+    if (auto expect = head[http::field::expect]; iequals(expect, "100-continue")) {
+        static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+        auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(go_on), use_tuple);
+        if (ec) co_return ReadOutcome::close;
+    }
+
+    // The body, within idle_timeout_ms (a slow upload is not a slow head).
+    RequestParser& parser = slot.parser.emplace(std::move(head_parser));
+    slot.head_parser.reset();
+    // The body is read into the string the last request's plan carried
+    // (empty, with its capacity): no allocation for a body that fits.
+    parser.get().body().swap(slot.plan.body);
+    parser.get().body().clear();
+    parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
+    if (!parser.is_done()) {
+        read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
+        auto [ec, n] = co_await http::async_read(socket_, buffer, parser, use_tuple);
+        if (read_timer.disarm() && ec == asio::error::operation_aborted) {
+            co_await refuse(ClientError::request_timeout, false);
+            co_return ReadOutcome::close;
+        }
+        if (ec == asio::error::operation_aborted) co_return ReadOutcome::close;
+        if (ec == http::error::body_limit) {
+            co_await refuse(ClientError::payload_too_large, false);
+            co_return ReadOutcome::close;
+        }
+        if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
+            co_return ReadOutcome::close;
+        if (ec) {
+            co_await refuse(ClientError::bad_request, false);
+            co_return ReadOutcome::close;
+        }
+    }
+    co_return ReadOutcome::request;
+}
+
 asio::awaitable<void> Session::run() {
     Shared& shared = worker_.shared();
     struct Count {
@@ -188,6 +306,10 @@ asio::awaitable<void> Session::run() {
         co_return;
     }
 
+    // Idle waits use a zero-byte wait for readability, and the read that
+    // follows must not block when that readiness was a spurious one.
+    socket_.non_blocking(true, ignored);
+
     ReadTimer read_timer(socket_);
     bool first = true;
     for (;;) {
@@ -195,124 +317,63 @@ asio::awaitable<void> Session::run() {
         const config::Limits& limits = runtime->config.limits;
 
         // Wait for the next request's first byte: header_timeout_ms on a new
-        // connection, idle_timeout_ms between keep-alive requests.
-        if (buffer_.size() == 0) {
+        // connection, idle_timeout_ms between keep-alive requests. The wait
+        // holds no buffer: the slot goes back to the worker while the
+        // connection is idle, and is borrowed again once bytes are there.
+        if (!slot_ || slot_->buffer.size() == 0) {
+            if (slot_) worker_.give_back(std::move(slot_));
             read_timer.arm(std::chrono::milliseconds(first ? limits.header_timeout_ms : limits.idle_timeout_ms));
-            auto [ec, n] = co_await socket_.async_read_some(buffer_.prepare(4096), use_tuple);
+            auto [ec] = co_await socket_.async_wait(tcp::socket::wait_read, use_tuple);
             const bool late = read_timer.disarm();
             if (ec) {
                 if (late && ec == asio::error::operation_aborted && first)
                     co_await refuse(ClientError::request_timeout, false);
                 co_return;
             }
-            buffer_.commit(n);
+            slot_ = worker_.take_slot();
+            const std::size_t n = socket_.read_some(slot_->buffer.prepare(4096), ec);
+            if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
+            if (ec) co_return;
+            slot_->buffer.commit(n);
         }
         first = false;
-
-        // The head, within header_timeout_ms of its first byte.
-        http::request_parser<http::empty_body> head_parser;
-        head_parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-        head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
-        read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
-        {
-            auto [ec, n] = co_await http::async_read_header(socket_, buffer_, head_parser, use_tuple);
-            if (read_timer.disarm() && ec == asio::error::operation_aborted) {
-                co_await refuse(ClientError::request_timeout, false);
-                co_return;
-            }
-            if (ec == asio::error::operation_aborted) co_return;
-            if (ec == http::error::header_limit) {
-                co_await refuse(ClientError::header_too_large, false);
-                co_return;
-            }
-            if (ec == http::error::body_limit) {
-                co_await refuse(ClientError::payload_too_large, false);
-                co_return;
-            }
-            if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
-                co_return;
-            if (ec) {
-                co_await refuse(ClientError::bad_request, false);
-                co_return;
-            }
-        }
-        const auto& head = head_parser.get();
-        // RFC 9112 section 6.3: a request Transfer-Encoding whose final coding
-        // is not chunked leaves the body length unknown, so the bytes after
-        // the head could be read as a body or as another request: 400, close.
-        // (Beast itself refuses Content-Length beside chunked, and lengths
-        // that disagree.)
-        if (head.count(http::field::transfer_encoding) != 0 && !head_parser.chunked()) {
-            co_await refuse(ClientError::bad_request, false);
-            co_return;
-        }
-        if (auto length = head_parser.content_length();
-            length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
-            co_await refuse(ClientError::payload_too_large, false);
-            co_return;
-        }
-        if (!acceptable_request_encoding(head[http::field::content_encoding])) {
-            co_await refuse(ClientError::unsupported_content_encoding, false);
-            co_return;
-        }
-        // Expect: 100-continue is answered here and never forwarded (section 4).
-        if (auto expect = head[http::field::expect]; iequals(expect, "100-continue")) {
-            static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
-            auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(go_on), use_tuple);
-            if (ec) co_return;
-        }
-
-        // The body, within idle_timeout_ms (a slow upload is not a slow head).
-        http::request_parser<http::string_body> parser(std::move(head_parser));
-        parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
-        if (!parser.is_done()) {
-            read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
-            auto [ec, n] = co_await http::async_read(socket_, buffer_, parser, use_tuple);
-            if (read_timer.disarm() && ec == asio::error::operation_aborted) {
-                co_await refuse(ClientError::request_timeout, false);
-                co_return;
-            }
-            if (ec == asio::error::operation_aborted) co_return;
-            if (ec == http::error::body_limit) {
-                co_await refuse(ClientError::payload_too_large, false);
-                co_return;
-            }
-            if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
-                co_return;
-            if (ec) {
-                co_await refuse(ClientError::bad_request, false);
-                co_return;
-            }
-        }
-        auto req = parser.release();
+        RequestSlot& slot = *slot_;
+        if (co_await read_request(slot, limits, read_timer) == ReadOutcome::close) co_return;
+        Request& req = slot.parser->get();
         const bool keep_alive = req.keep_alive() && !shared.draining.load();
-        if (!co_await handle(req, keep_alive)) co_return;
+        const bool stays_open = co_await handle(req, keep_alive, slot.plan);
+        slot.parser.reset();
+        if (!stays_open) co_return;
     }
 }
 
-asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, bool keep_alive) {
+Session::Reply Session::prepare(Request& req, bool keep_alive, ForwardPlan& plan) {
     Shared& shared = worker_.shared();
+    plan.clear();
     auto runtime = shared.runtime.load();
     const config::Config& cfg = runtime->config;
     const std::string_view method = req.method_string();
     const bool is_head = req.method() == http::verb::head;
 
     Target target = check_path(req.target());
-    if (target.status != TargetStatus::ok) co_return co_await refuse(ClientError::invalid_path, keep_alive);
+    if (target.status != TargetStatus::ok) return Reply::refusal(ClientError::invalid_path, false);
 
     const Dispatch dispatched = dispatch(method, target.path);
-    std::string request_id;
+    std::string& request_id = plan.request_id;  // the plan's, reused: empty when not under /v1
     if (under_v1(target.path)) {
         auto client_id = header(req, "x-request-id");
-        request_id = client_id && !client_id->empty() && client_id->size() <= 200 ? std::string(*client_id)
-                                                                                  : make_request_id();
+        if (client_id && !client_id->empty() && client_id->size() <= 200) {
+            request_id.assign(*client_id);
+        } else {
+            make_request_id(request_id);
+        }
     }
 
     ClientAuth auth = ClientAuth::open;
     if (needs_client_token(dispatched)) {
         auth = authorize_client(header(req, "authorization"), header(req, "x-api-key"), cfg.clients.tokens);
         if (auth == ClientAuth::refused)
-            co_return co_await refuse(ClientError::unauthorized, keep_alive, request_id);
+            return Reply::refusal(ClientError::unauthorized, true);
     }
 
     std::optional<LocalAnswer> local;
@@ -327,9 +388,7 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
             snapshot.client_connections = shared.connections.load(std::memory_order_relaxed);
             snapshot.version = MODELPROXY_VERSION;
             metrics::read_process(snapshot);
-            LocalAnswer text{200, is_head ? std::string() : metrics::render(snapshot)};
-            const bool open = co_await answer(text, keep_alive, "", "", metrics_content_type);
-            co_return open;
+            return Reply{Reply::Kind::metrics, {}, false, {}, {200, is_head ? std::string() : metrics::render(snapshot)}};
         }
         case Dispatch::models_list: local = models_list(cfg); break;
         case Dispatch::model_object: {
@@ -337,29 +396,27 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
             local = id ? model_object(cfg, *id) : client_error(ClientError::model_not_found);
             break;
         }
-        case Dispatch::not_found: co_return co_await refuse(ClientError::not_found, keep_alive);
-        case Dispatch::method_not_allowed: co_return co_await refuse(ClientError::method_not_allowed, keep_alive);
+        case Dispatch::not_found: return Reply::refusal(ClientError::not_found, false);
+        case Dispatch::method_not_allowed: return Reply::refusal(ClientError::method_not_allowed, false);
         case Dispatch::forward: break;
     }
     if (local) {
         if (is_head) local->body.clear();
-        const bool open = co_await answer(*local, keep_alive, request_id);
-        co_return open;
+        return Reply{Reply::Kind::local, {}, true, {}, std::move(*local)};
     }
 
     const std::string_view content_type = req[http::field::content_type];
     BodyFacts facts = inspect_body(content_type, req.body());
     RouteDecision decision = decide_route(method, target.path, facts, cfg);
     if (auto* refusal = std::get_if<Refusal>(&decision))
-        co_return co_await refuse(refusal->error, keep_alive, request_id, refusal->message);
+        return Reply::refusal(refusal->error, true, std::move(refusal->message));
     Forward& forward = std::get<Forward>(decision);
 
-    ForwardPlan plan;
     plan.runtime = runtime;
     plan.route_index = static_cast<std::size_t>(forward.route - cfg.routes.data());
     const config::Route& route = *forward.route;
     plan.client_model = forward.client_model;
-    plan.method = std::string(method);
+    plan.method.assign(method);
     plan.target = upstream_target(route, target.path, target.query);
     plan.body = forward.upstream_model ? upstream_body(req.body(), facts, *forward.upstream_model)
                                        : std::move(req.body());
@@ -368,10 +425,17 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
     plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
     if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
     if (plan.endpoint != policy::Endpoint::other && route.dialect != config::Dialect::generic) {
-        plan.identity = forward.model ? sse::IdentityRule::from_accept(forward.model->accept)
-                                      : sse::IdentityRule::wildcard_for(forward.client_model);
+        // What IdentityRule::from_accept / wildcard_for make, built over the
+        // last request's rule so its strings keep their capacity.
+        sse::IdentityRule& rule = plan.set_identity();
+        if (forward.model) {
+            rule.kind = sse::IdentityRule::Kind::accept_globs;
+            rule.globs.assign(forward.model->accept.begin(), forward.model->accept.end());
+        } else {
+            rule.kind = sse::IdentityRule::Kind::wildcard;
+            rule.requested.assign(forward.client_model);
+        }
     }
-    plan.request_id = request_id;
     plan.keep_alive = keep_alive;
     plan.started = Clock::now();
     // The client's own deadline only ever shortens the route's (SPEC section 6).
@@ -440,8 +504,22 @@ asio::awaitable<bool> Session::handle(http::request<http::string_body>& req, boo
         h += "\r\n";
     }
     h += "\r\n";
+    return Reply{Reply::Kind::forward, {}, false, {}, {}};
+}
 
-    co_return co_await run_turn(worker_, socket_, plan);
+asio::awaitable<bool> Session::handle(Request& req, bool keep_alive, ForwardPlan& plan) {
+    Reply reply = prepare(req, keep_alive, plan);
+    const std::string_view request_id = reply.with_id ? std::string_view(plan.request_id) : std::string_view();
+    bool open = false;
+    switch (reply.kind) {
+        case Reply::Kind::refuse: open = co_await refuse(reply.error, keep_alive, request_id, reply.message); break;
+        case Reply::Kind::local: open = co_await answer(reply.answer, keep_alive, request_id); break;
+        case Reply::Kind::metrics:
+            open = co_await answer(reply.answer, keep_alive, "", "", metrics_content_type);
+            break;
+        case Reply::Kind::forward: open = co_await run_turn(worker_, socket_, plan); break;
+    }
+    co_return open;
 }
 
 }  // namespace

@@ -143,7 +143,8 @@ public:
           route_(plan.runtime->config.routes[plan.route_index]),
           limits_(plan.runtime->config.limits),
           slot_(plan.runtime->metric_slots[plan.route_index]),
-          attempt_started_(plan.started) {}
+          attempt_started_(plan.started),
+          digest_(plan.digest) {}
 
     asio::awaitable<bool> run();
     // run(), and for a stream turn the hold ticker beside it.
@@ -158,21 +159,29 @@ public:
 private:
     struct Attempt {
         std::unique_ptr<transport::Connection> connection;
-        std::unique_ptr<transport::Exchange> exchange;
+        std::optional<transport::Exchange> exchange;  // declared after `connection`: ends before it
         Fault fault = Fault::none;
         std::string detail;
         metrics::GaugeHold busy;  // the busy-connections gauge, held while `connection` is this attempt's
     };
 
     asio::awaitable<Attempt> open_and_send();
-    struct StreamEnd;
     struct Failed;
+    // What try_attempt came to: the turn answered (with whether the client
+    // connection stays open), or a failure in `failed` to decide on.
+    struct AttemptEnd {
+        bool answered = false;
+        bool keep_alive = false;
+    };
+    asio::awaitable<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
+    struct StreamEnd;
     asio::awaitable<StreamEnd> stream_attempt(Attempt& attempt, Failed& failed);
     asio::awaitable<bool> publish_stream_head(transport::Exchange& ex);
     asio::awaitable<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
     asio::awaitable<bool> write_chunk(std::string_view data);
     Failed transport_failure(Fault fault);
-    std::optional<Failed> check_body(transport::Exchange& ex, const std::string& body);
+    // True when the body is refused; `failed` then says why.
+    bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
     static Failed refusal(std::string_view rule, std::string_view code, std::string_view message,
                           policy::ErrorClass cls);
     asio::awaitable<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
@@ -204,7 +213,7 @@ private:
     const config::Limits& limits_;
     const std::uint16_t slot_;         // metrics slot of the route
     Clock::time_point attempt_started_;
-    std::string digest_;
+    std::string& digest_;       // plan_.digest (scratch)
     int attempts_ = 0;
     bool published_ = false;
     bool client_gone_ = false;
@@ -310,7 +319,7 @@ asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
             a.connection = std::move(connected.connection);
             a.busy.hold(busy);
         }
-        a.exchange = std::make_unique<transport::Exchange>(*a.connection);
+        a.exchange.emplace(*a.connection);
         if (plan_.head_request) a.exchange->expect_no_body();
         a.fault = co_await a.exchange->send(plan_.upstream_head, plan_.body, plan_.deadline);
         if (a.fault == Fault::none) a.fault = co_await a.exchange->read_head(plan_.deadline);
@@ -428,14 +437,14 @@ asio::awaitable<void> TurnRun::end_at_drain_limit() {
 asio::awaitable<bool> TurnRun::publish_stream_head(transport::Exchange& ex) {
     if (head_out_) co_return true;  // the hold limit already sent one
     head_out_ = true;
-    ResponseHead head(ex.head().result_int(), ex.head().reason());
+    ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex.head());
     head.add_modelproxy(attempts_, plan_.request_id);
     head.chunked();
     if (!keep_alive()) head.add("connection", "close");
-    std::string text = head.finish();
+    plan_.head_text = head.finish();
     published_ = true;
-    co_return co_await write(text);
+    co_return co_await write(plan_.head_text);
 }
 
 // SPEC section 7. The head and the events before the first answer text are
@@ -448,12 +457,17 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     const bool rules = route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
     sse::Reader reader;
     sse::Inspector& inspector = worker_.inspector();
-    std::string held;        // raw bytes of the events held so far
+    // The plan's scratch strings (reused from turn to turn), emptied here
+    // for this attempt.
+    std::string& held = plan_.stream_held;  // raw bytes of the events held so far
     // After publication, the checked events of one upstream read, sent as one
     // chunk in one write: one syscall per read, not per event, and no event
     // waits for anything but the read it came in.
-    std::string out;
-    std::string piece;
+    std::string& out = plan_.stream_out;
+    std::string& piece = plan_.stream_piece;
+    held.clear();
+    out.clear();
+    piece.clear();
     bool& answering = answering_;
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
     std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
@@ -703,9 +717,78 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     co_return StreamEnd{};
 }
 
+// One attempt: sent, and its answer relayed (the turn is then answered) or
+// read into `failed` for run()'s decision. Its own coroutine so that neither
+// frame grows past the 1020 bytes Asio recycles (issue 2).
+asio::awaitable<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
+    a = co_await open_and_send();
+    if (co_await cut()) co_return AttemptEnd{true, false};
+    if (a.fault != Fault::none) {
+        failed = transport_failure(a.fault);
+    } else {
+        transport::Exchange& ex = *a.exchange;
+        const int status = static_cast<int>(ex.head().result_int());
+        if (status >= 300 && status < 400) {
+            failed.classification = policy::classify_http(status, {}, plan_.endpoint);
+            failed.code = "upstream_redirect";
+            failed.message = "the upstream answered with a redirect, which is never followed";
+        } else if (status >= 200 && status < 300 && ex.event_stream()) {
+            StreamEnd end = co_await stream_attempt(a, failed);
+            if (end.finished) co_return AttemptEnd{true, end.keep_alive};
+            failed.stream_status = 200;
+        } else {
+            // A whole body: read it (nothing reaches the client until it is complete).
+            std::string& body = plan_.answer_body;  // reused: see ForwardPlan
+            body.clear();
+            Fault fault = Fault::none;
+            for (bool done = false; !done;) {
+                fault = co_await ex.read_some(body, done, plan_.deadline, Fault::deadline);
+                if (co_await cut()) co_return AttemptEnd{true, false};
+                if (fault == Fault::none &&
+                    static_cast<std::int64_t>(body.size()) > limits_.max_response_body_bytes)
+                    fault = Fault::body_too_large;
+                if (fault != Fault::none) break;
+            }
+            if (fault != Fault::none) {
+                failed = transport_failure(fault);
+            } else if (status >= 200 && status < 300 && plan_.wants_stream &&
+                       route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint)) {
+                // SPEC section 8: a 200 that is not a stream when the client asked for one.
+                failed.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none,
+                                         "not-a-stream"};
+                failed.code = "not_a_stream";
+                failed.message = "the client asked for a stream and the upstream answered 200 without one";
+                failed.refusal = true;
+            } else if (status >= 200 && status < 300) {
+                if (!check_body(ex, body, failed)) {
+                    const bool open = co_await answer_success(a, body);
+                    co_return AttemptEnd{true, open};
+                }
+            } else {
+                auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
+                failed.classification = policy::classify_http(status, error, plan_.endpoint);
+                failed.status = status;
+                auto header = [&](std::string_view name) -> std::optional<std::string_view> {
+                    auto it = ex.head().find(name);
+                    if (it == ex.head().end()) return std::nullopt;
+                    return it->value();
+                };
+                const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count();
+                failed.retry_after_ms =
+                    policy::retry_after_ms(header("retry-after-ms"), header("retry-after"), now_unix);
+                failed.body = std::move(body);
+                failed.attempt = std::move(a);
+            }
+        }
+    }
+    co_return AttemptEnd{};
+}
+
 asio::awaitable<bool> TurnRun::run() {
     co_await asio::this_coro::throw_if_cancelled(false);
-    digest_ = payload_digest(plan_.method, plan_.target, plan_.body);
+    payload_digest(digest_, plan_.method, plan_.target, plan_.body);
     std::int64_t waited_ms = 0;
     asio::steady_timer wait_timer(client_.get_executor());
 
@@ -716,69 +799,12 @@ asio::awaitable<bool> TurnRun::run() {
             if (!replay_matches(digest_, plan_.method, plan_.target, plan_.body)) co_return co_await digest_mismatch();
         }
         Failed failed;
+        // Declared here, not in try_attempt: an attempt's connection stays
+        // with the turn until the decision and any wait are over.
+        Attempt a;
         attempt_started_ = Clock::now();
-        Attempt a = co_await open_and_send();
-        if (co_await cut()) co_return false;
-        if (a.fault != Fault::none) {
-            failed = transport_failure(a.fault);
-        } else {
-            transport::Exchange& ex = *a.exchange;
-            const int status = static_cast<int>(ex.head().result_int());
-            if (status >= 300 && status < 400) {
-                failed.classification = policy::classify_http(status, {}, plan_.endpoint);
-                failed.code = "upstream_redirect";
-                failed.message = "the upstream answered with a redirect, which is never followed";
-            } else if (status >= 200 && status < 300 && ex.event_stream()) {
-                StreamEnd end = co_await stream_attempt(a, failed);
-                if (end.finished) co_return end.keep_alive;
-                failed.stream_status = 200;
-            } else {
-                // A whole body: read it (nothing reaches the client until it is complete).
-                std::string body;
-                Fault fault = Fault::none;
-                for (bool done = false; !done;) {
-                    fault = co_await ex.read_some(body, done, plan_.deadline, Fault::deadline);
-                    if (co_await cut()) co_return false;
-                    if (fault == Fault::none &&
-                        static_cast<std::int64_t>(body.size()) > limits_.max_response_body_bytes)
-                        fault = Fault::body_too_large;
-                    if (fault != Fault::none) break;
-                }
-                if (fault != Fault::none) {
-                    failed = transport_failure(fault);
-                } else if (status >= 200 && status < 300 && plan_.wants_stream &&
-                           route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint)) {
-                    // SPEC section 8: a 200 that is not a stream when the client asked for one.
-                    failed.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none,
-                                             "not-a-stream"};
-                    failed.code = "not_a_stream";
-                    failed.message = "the client asked for a stream and the upstream answered 200 without one";
-                    failed.refusal = true;
-                } else if (status >= 200 && status < 300) {
-                    if (auto refusal = check_body(ex, body)) {
-                        failed = std::move(*refusal);
-                    } else {
-                        co_return co_await answer_success(a, body);
-                    }
-                } else {
-                    auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
-                    failed.classification = policy::classify_http(status, error, plan_.endpoint);
-                    failed.status = status;
-                    auto header = [&](std::string_view name) -> std::optional<std::string_view> {
-                        auto it = ex.head().find(name);
-                        if (it == ex.head().end()) return std::nullopt;
-                        return it->value();
-                    };
-                    const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                                              std::chrono::system_clock::now().time_since_epoch())
-                                              .count();
-                    failed.retry_after_ms =
-                        policy::retry_after_ms(header("retry-after-ms"), header("retry-after"), now_unix);
-                    failed.body = std::move(body);
-                    failed.attempt = std::move(a);
-                }
-            }
-        }
+        const AttemptEnd end = co_await try_attempt(a, failed);
+        if (end.answered) co_return end.keep_alive;
 
         if (failed.refusal) co_return co_await end_turn(failed, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
         const auto failure =
@@ -859,25 +885,30 @@ TurnRun::Failed TurnRun::refusal(std::string_view rule, std::string_view code, s
 // SPEC section 8 on a whole 200 body, before any byte reaches the client:
 // model identity (on the endpoints that name one) and the credential scan
 // (text bodies).
-std::optional<TurnRun::Failed> TurnRun::check_body(transport::Exchange& ex, const std::string& body) {
+bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Failed& failed) {
     // The body's `usage` counts whatever the verdict: the upstream spent the
     // tokens. The identity walk reads it; without one, one more parse.
     if (plan_.identity) {
         auto seen = worker_.inspector().body_identity(body, plan_.endpoint);
         metrics::count_usage(worker_.counters(slot_), seen.usage);
-        if (sse::refused(sse::check_body_identity(seen, *plan_.identity)))
-            return refusal("model-identity", "model_identity_mismatch",
-                           "the upstream answered with a model this route does not accept", policy::ErrorClass::identity);
+        if (sse::refused(sse::check_body_identity(seen, *plan_.identity))) {
+            failed = refusal("model-identity", "model_identity_mismatch",
+                             "the upstream answered with a model this route does not accept",
+                             policy::ErrorClass::identity);
+            return true;
+        }
     } else if (plan_.endpoint != policy::Endpoint::other) {
         metrics::count_usage(worker_.counters(slot_), worker_.inspector().inspect(body, plan_.endpoint).usage);
     }
     const auto type = ex.head()[transport::http::field::content_type];
     const bool text = type.empty() || type.find("json") != std::string_view::npos ||
                       type.substr(0, 5) == "text/" || type.find("event-stream") != std::string_view::npos;
-    if (text && plan_.runtime->secrets && plan_.runtime->secrets->contains_secret(body))
-        return refusal("credential", "credential_in_response", "the upstream answer carried credential material",
-                       policy::ErrorClass::credential);
-    return std::nullopt;
+    if (text && plan_.runtime->secrets && plan_.runtime->secrets->contains_secret(body)) {
+        failed = refusal("credential", "credential_in_response", "the upstream answer carried credential material",
+                         policy::ErrorClass::credential);
+        return true;
+    }
+    return false;
 }
 
 asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {
@@ -1007,7 +1038,7 @@ asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& bod
     }
     ending_ = true;
     first_byte_at_ = Clock::now();
-    ResponseHead head(ex.head().result_int(), ex.head().reason());
+    ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex.head());
     head.add_modelproxy(attempts_, plan_.request_id);
     if (!plan_.head_request) head.content_length(body.size());
@@ -1017,8 +1048,9 @@ asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& bod
     published_ = true;
     record_attempt(status, nullptr, "", "ok", 0);
     record_turn("ok", status, nullptr, "", "");
-    std::string text = head.finish();
-    const bool ok = co_await write(text, plan_.head_request ? std::string_view{} : std::string_view(body));
+    plan_.head_text = head.finish();
+    const std::string_view body_out = plan_.head_request ? std::string_view{} : std::string_view(body);
+    const bool ok = co_await write(plan_.head_text, body_out);
     co_return ok && keep_alive();
 }
 
@@ -1041,35 +1073,10 @@ double TurnRun::draw() {
     return std::uniform_real_distribution<double>(0.0, 1.0)(random);
 }
 
-}  // namespace
-
-asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan& plan) {
-    worker.shared().inflight_turns.fetch_add(1);
-    struct Done {
-        Shared& shared;
-        ~Done() { shared.inflight_turns.fetch_sub(1); }
-    } done{worker.shared()};
-
-    TurnRun turn(worker, client, plan);
-    // A client that hangs up ends the turn at once, aborting the upstream
-    // request (SPEC section 6); so does the drain limit. The turn runs as its
-    // own coroutine so that either can cut it through its cancellation slot.
-    auto watch = std::make_shared<TurnWatch>();
-    watch_client(client, watch);
-    watch_drain_limit(worker.drain_limit(), watch);
-    auto [failure, answered] = co_await asio::co_spawn(
-        client.get_executor(), turn.run_with_ticker(),
-        asio::bind_cancellation_slot(watch->turn.slot(), use_tuple));
-    const TurnWatch::Reason reason = turn.recorded() ? TurnWatch::Reason::none : watch->reason;
-    watch->finish();
-    if (failure) std::rethrow_exception(failure);
-    if (reason == TurnWatch::Reason::none) co_return answered;
-    if (reason == TurnWatch::Reason::drain_limit) {
-        co_await turn.end_at_drain_limit();
-        co_return false;
-    }
-    // The client hung up: the turn was cut. Recorded as cancelled, not as a
-    // provider failure.
+// A turn the client cut by hanging up: recorded as cancelled, not as a
+// provider failure. A plain function, so the records are on the stack and
+// not in run_turn's coroutine frame (kept small enough for Asio to recycle).
+void record_client_left(Worker& worker, const ForwardPlan& plan, const TurnRun& turn) {
     AttemptRecord a;
     a.request_id = plan.request_id;
     a.route = plan.runtime->config.routes[plan.route_index].name;
@@ -1090,6 +1097,89 @@ asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan&
     r.stream = plan.wants_stream;
     r.duration_ms = ms_between(plan.started, Clock::now());
     worker.write_turn(slot, r);
+}
+
+}  // namespace
+
+void ForwardPlan::clear() {
+    runtime.reset();
+    route_index = 0;
+    client_model.clear();
+    method.clear();
+    target.clear();
+    upstream_head.clear();
+    body.clear();
+    wants_stream = false;
+    head_request = false;
+    endpoint = policy::Endpoint::other;
+    if (identity) {
+        spare_identity_ = std::move(*identity);
+        identity.reset();
+    }
+    request_id.clear();
+    keep_alive = true;
+    started = {};
+    deadline = {};
+    answer_body.clear();
+    digest.clear();
+    head_text.clear();
+    stream_held.clear();
+    stream_out.clear();
+    stream_piece.clear();
+}
+
+sse::IdentityRule& ForwardPlan::set_identity() {
+    if (!identity) identity.emplace(std::move(spare_identity_));
+    sse::IdentityRule& rule = *identity;
+    rule.kind = sse::IdentityRule::Kind::accept_globs;
+    rule.globs.clear();
+    rule.requested.clear();
+    return rule;
+}
+
+void RequestSlot::clear() {
+    head_parser.reset();
+    parser.reset();
+    plan.clear();
+    // One large request must not leave every spare slot large: what grew
+    // past the usual sizes is released (the next request of that size pays
+    // for it again).
+    buffer.clear();
+    if (buffer.capacity() > 16 * 1024) buffer.shrink_to_fit();
+    for (std::string* kept : {&plan.body, &plan.answer_body, &plan.stream_held, &plan.stream_out, &plan.stream_piece})
+        if (kept->capacity() > 64 * 1024) std::string().swap(*kept);
+    if (plan.head_text.capacity() > 16 * 1024) std::string().swap(plan.head_text);
+    if (plan.upstream_head.capacity() > 16 * 1024) std::string().swap(plan.upstream_head);
+}
+
+asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan& plan) {
+    worker.shared().inflight_turns.fetch_add(1);
+    struct Done {
+        Shared& shared;
+        ~Done() { shared.inflight_turns.fetch_sub(1); }
+    } done{worker.shared()};
+
+    TurnRun turn(worker, client, plan);
+    // A client that hangs up ends the turn at once, aborting the upstream
+    // request (SPEC section 6); so does the drain limit. The turn runs as its
+    // own coroutine so that either can cut it through its cancellation slot.
+    // Recycled memory (recycling.hpp): a turn costs no allocation for it.
+    auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>());
+    watch_client(client, watch);
+    watch_drain_limit(worker.drain_limit(), watch);
+    auto [failure, answered] = co_await asio::co_spawn(
+        client.get_executor(), turn.run_with_ticker(),
+        asio::bind_cancellation_slot(watch->turn.slot(), use_tuple));
+    const TurnWatch::Reason reason = turn.recorded() ? TurnWatch::Reason::none : watch->reason;
+    watch->finish();
+    if (failure) std::rethrow_exception(failure);
+    if (reason == TurnWatch::Reason::none) co_return answered;
+    if (reason == TurnWatch::Reason::drain_limit) {
+        co_await turn.end_at_drain_limit();
+        co_return false;
+    }
+    // The client hung up: the turn was cut.
+    record_client_left(worker, plan, turn);
     co_return false;
 }
 

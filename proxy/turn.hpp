@@ -10,9 +10,14 @@
 #include "policy/endpoint.hpp"
 #include "proxy/server.hpp"
 #include "sse/identity.hpp"
+#include "transport/recycling.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include <chrono>
 #include <memory>
@@ -39,6 +44,49 @@ struct ForwardPlan {
     bool keep_alive = true;                   // the client allows keep-alive
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
+
+    // Scratch of the turn, here rather than in the turn so that its
+    // capacity is reused: the upstream's whole (non-stream) body, the
+    // payload digest, the head of the answer to the client, and a stream's
+    // held events, outgoing chunk and last upstream read.
+    std::string answer_body;
+    std::string digest;
+    std::string head_text;
+    std::string stream_held;
+    std::string stream_out;
+    std::string stream_piece;
+
+    // Every field back to its default for the next request. The strings and
+    // the identity rule keep their capacity (issue 2: a reused plan costs no
+    // allocation); clear() then set_identity() builds over the last rule.
+    void clear();
+    sse::IdentityRule& set_identity();
+
+private:
+    sse::IdentityRule spare_identity_;  // the last rule's storage while identity is nullopt
+};
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+using RequestHeadParser = http::request_parser<http::empty_body, transport::RecyclingAllocator<char>>;
+using RequestParser = http::request_parser<http::string_body, transport::RecyclingAllocator<char>>;
+using Request = http::request<http::string_body, transport::Fields>;
+
+// What a client connection needs only while one of its requests is in
+// progress: the read buffer, the parsers and the plan. A connection borrows
+// one from its worker when a request's first bytes arrive and gives it back
+// when it has read all it was sent (Worker::take_slot, give_back), so an idle
+// keep-alive connection holds none of this (issue 7), and the worker's spare
+// slots keep their buffers' capacity from request to request (issue 2).
+struct RequestSlot {
+    beast::flat_buffer buffer;  // the client's bytes (pipelined ones too)
+    std::optional<RequestHeadParser> head_parser;
+    std::optional<RequestParser> parser;
+    ForwardPlan plan;
+
+    // Ready for another connection: parsers gone, plan cleared, and
+    // buffers that one large request grew are released rather than kept.
+    void clear();
 };
 
 // Runs the turn and writes the whole answer. Returns whether the client

@@ -1,7 +1,5 @@
 #include "transport/upstream.hpp"
 
-#include "transport/inflater.hpp"
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -18,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <utility>
 
 namespace modelproxy::transport {
 
@@ -208,129 +207,142 @@ void Pool::give_back(std::unique_ptr<Connection> connection) {
     idle_.push_back(std::move(connection));
 }
 
-struct Exchange::Impl {
-    explicit Impl(Connection& c) : connection(c) {}
-    Connection& connection;
-    std::optional<http::response_parser<http::buffer_body>> parser;
-    std::optional<Inflater> inflater;
-    bool failed = false;
-    bool no_body = false;
-};
+Exchange::Exchange(Connection& connection) : connection_(&connection) {}
 
-Exchange::Exchange(Connection& connection) : impl_(std::make_unique<Impl>(connection)) {}
-Exchange::~Exchange() = default;
+Exchange::Exchange(Exchange&& other) noexcept
+    : connection_(std::exchange(other.connection_, nullptr)), failed_(other.failed_), no_body_(other.no_body_) {}
 
-void Exchange::expect_no_body() { impl_->no_body = true; }
+Exchange::~Exchange() { end(); }
+
+Exchange& Exchange::operator=(Exchange&& other) noexcept {
+    if (this != &other) {
+        end();
+        connection_ = std::exchange(other.connection_, nullptr);
+        failed_ = other.failed_;
+        no_body_ = other.no_body_;
+    }
+    return *this;
+}
+
+void Exchange::end() {
+    // The parser's fields go back to the recycling lists now, not when the
+    // connection is next used or closed.
+    if (connection_) {
+        connection_->parser_.reset();
+        connection_->inflater_.reset();
+    }
+}
+
+void Exchange::expect_no_body() { no_body_ = true; }
 
 asio::awaitable<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::time_point deadline) {
-    Impl& m = *impl_;
-    m.connection.tcp().expires_at(deadline);
+    Connection& c = *connection_;
+    c.tcp().expires_at(deadline);
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
-    auto [ec, n] = co_await m.connection.visit(
+    auto [ec, n] = co_await c.visit(
         [&](auto& stream) { return asio::async_write(stream, buffers, use_tuple); });
     if (!ec) co_return Fault::none;
-    m.failed = true;
+    failed_ = true;
     if (ec == beast::error::timeout) co_return Fault::deadline;
     // A request that could not be written on a reused connection never reached
     // a live server: re-send it on a new one (SPEC section 4).
-    if (m.connection.reused()) co_return Fault::stale_connection;
+    if (c.reused()) co_return Fault::stale_connection;
     co_return Fault::dropped_before_head;
 }
 
 asio::awaitable<Fault> Exchange::read_head(Clock::time_point deadline) {
-    Impl& m = *impl_;
+    Connection& c = *connection_;
     for (;;) {
-        m.parser.emplace();
-        m.parser->header_limit(64 * 1024);
-        m.parser->body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
-        if (m.no_body) m.parser->skip(true);
-        m.connection.tcp().expires_at(deadline);
-        auto [ec, n] = co_await m.connection.visit([&](auto& stream) {
-            return http::async_read_header(stream, m.connection.buffer(), *m.parser, use_tuple);
+        ResponseParser& parser = c.parser_.emplace();
+        parser.header_limit(64 * 1024);
+        parser.body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
+        if (no_body_) parser.skip(true);
+        c.tcp().expires_at(deadline);
+        auto [ec, n] = co_await c.visit([&](auto& stream) {
+            return http::async_read_header(stream, c.buffer(), parser, use_tuple);
         });
         if (ec) {
-            m.failed = true;
+            failed_ = true;
             if (ec == beast::error::timeout) co_return Fault::deadline;
             if (is_drop(ec)) {
-                if (m.connection.reused() && !m.parser->got_some() && m.connection.buffer().size() == 0)
-                    co_return Fault::stale_connection;
+                if (c.reused() && !parser.got_some() && c.buffer().size() == 0) co_return Fault::stale_connection;
                 co_return Fault::dropped_before_head;
             }
             co_return Fault::bad_response;
         }
-        const unsigned status = m.parser->get().result_int();
+        const unsigned status = parser.get().result_int();
         if (status >= 100 && status < 200) {
             if (status == 101) {
-                m.failed = true;
+                failed_ = true;
                 co_return Fault::bad_response;
             }
             continue;  // 1xx answers are consumed (SPEC section 4)
         }
         break;
     }
-    auto coding = trim(m.parser->get()[http::field::content_encoding]);
+    auto coding = trim(c.parser_->get()[http::field::content_encoding]);
     if (coding.empty() || iequals(coding, "identity")) {
     } else if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
-        m.inflater.emplace(Inflater::Coding::gzip);
+        c.inflater_.emplace(Inflater::Coding::gzip);
     } else if (iequals(coding, "deflate")) {
-        m.inflater.emplace(Inflater::Coding::deflate);
+        c.inflater_.emplace(Inflater::Coding::deflate);
     } else {
-        m.failed = true;
+        failed_ = true;
         co_return Fault::unsupported_encoding;
     }
     co_return Fault::none;
 }
 
-const http::response_header<>& Exchange::head() const { return impl_->parser->get().base(); }
+const ResponseHeader& Exchange::head() const { return connection_->parser_->get().base(); }
 
 bool Exchange::event_stream() const {
-    auto type = impl_->parser->get()[http::field::content_type];
+    auto type = connection_->parser_->get()[http::field::content_type];
     auto semi = type.find(';');
     return iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
 asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
                                            Fault on_timeout) {
-    Impl& m = *impl_;
+    Connection& c = *connection_;
+    ResponseParser& parser = *c.parser_;
     done = false;
-    if (m.parser->is_done()) {
+    if (parser.is_done()) {
         done = true;
         co_return Fault::none;
     }
-    auto& body = m.parser->get().body();
-    auto& buffer = m.connection.body_buffer();
+    auto& body = parser.get().body();
+    auto& buffer = c.body_buffer();
     body.data = buffer.data();
     body.size = buffer.size();
-    m.connection.tcp().expires_at(until);
-    auto [ec, n] = co_await m.connection.visit([&](auto& stream) {
-        return http::async_read_some(stream, m.connection.buffer(), *m.parser, use_tuple);
+    c.tcp().expires_at(until);
+    auto [ec, n] = co_await c.visit([&](auto& stream) {
+        return http::async_read_some(stream, c.buffer(), parser, use_tuple);
     });
     if (ec == http::error::need_buffer) ec = {};
     const std::size_t got = buffer.size() - body.size;
     if (ec) {
-        m.failed = true;
+        failed_ = true;
         if (ec == beast::error::timeout) co_return on_timeout;
         // A drop, or framing that is not HTTP (a bad chunk size, a chunk
         // longer than its size): either way the body broke after its head.
         co_return Fault::dropped_in_body;
     }
-    if (m.inflater) {
-        if (!m.inflater->feed(std::string_view(buffer.data(), got), out)) {
-            m.failed = true;
+    if (c.inflater_) {
+        if (!c.inflater_->feed(std::string_view(buffer.data(), got), out)) {
+            failed_ = true;
             co_return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
         }
     } else {
         out.append(buffer.data(), got);
     }
-    done = m.parser->is_done();
+    done = parser.is_done();
     co_return Fault::none;
 }
 
 bool Exchange::reusable() const {
-    const Impl& m = *impl_;
+    const Connection& c = *connection_;
     // Bytes already read past the end of the message: see quiet().
-    return !m.failed && m.parser && m.parser->is_done() && m.parser->keep_alive() &&
-           m.connection.buffer().size() == 0;
+    return !failed_ && c.parser_ && c.parser_->is_done() && c.parser_->keep_alive() && c.buffer_.size() == 0;
 }
 
 }  // namespace modelproxy::transport

@@ -10,6 +10,8 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "transport/inflater.hpp"
+#include "transport/recycling.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -67,6 +69,10 @@ struct TlsContext {
 // certificate. Returns an error message instead of throwing.
 std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls);
 
+// The upstream answer's parser; its header fields are recycled (recycling.hpp).
+using ResponseParser = http::response_parser<http::buffer_body, RecyclingAllocator<char>>;
+using ResponseHeader = http::response_header<Fields>;
+
 // One upstream connection. Not copyable; owned by a unique_ptr.
 class Connection {
 public:
@@ -91,9 +97,15 @@ public:
     std::uint64_t id() const { return id_; }
 
 private:
+    friend class Exchange;
     std::variant<Plain, Secure> stream_;
     beast::flat_buffer buffer_;
     std::array<char, 16384> body_buffer_;
+    // The state of the Exchange in progress, kept here because a connection
+    // carries one exchange at a time: an exchange then costs no allocation
+    // (issue 2), and a pooled connection reuses it from answer to answer.
+    std::optional<ResponseParser> parser_;
+    std::optional<Inflater> inflater_;
     bool reused_ = false;
     Clock::time_point idle_since_{};
     std::uint64_t id_;
@@ -134,10 +146,16 @@ private:
 
 // One request/response over a connection. The body is pulled in pieces so a
 // stream can be relayed as it arrives; gzip/deflate answers are decoded.
+// A small handle (its parser lives in the Connection), held by value; at most
+// one per connection at a time, and the connection must outlive it.
 class Exchange {
 public:
     explicit Exchange(Connection& connection);
     ~Exchange();
+    Exchange(Exchange&& other) noexcept;
+    Exchange& operator=(Exchange&& other) noexcept;
+    Exchange(const Exchange&) = delete;
+    Exchange& operator=(const Exchange&) = delete;
 
     // The request was HEAD: the answer has no body whatever its headers say.
     void expect_no_body();
@@ -150,7 +168,7 @@ public:
     // response byte (the caller re-sends once on a new connection).
     asio::awaitable<Fault> read_head(Clock::time_point deadline);
 
-    const http::response_header<>& head() const;
+    const ResponseHeader& head() const;
     bool event_stream() const;  // content type text/event-stream
 
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
@@ -162,8 +180,10 @@ public:
     bool reusable() const;
 
 private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
+    void end();
+    Connection* connection_;  // null once moved from
+    bool failed_ = false;
+    bool no_body_ = false;
 };
 
 }  // namespace modelproxy::transport
