@@ -28,7 +28,12 @@ namespace modelproxy::test {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::filesystem::path modelproxy_binary() { return MODELPROXY_BINARY; }
+// MODELPROXY_TEST_BINARY runs the tests against another build of the binary
+// (deploy/test: the ThreadSanitizer build).
+std::filesystem::path modelproxy_binary() {
+    const char* other = std::getenv("MODELPROXY_TEST_BINARY");
+    return other && *other ? std::filesystem::path(other) : std::filesystem::path(MODELPROXY_BINARY);
+}
 std::filesystem::path source_dir() { return MODELPROXY_SOURCE_DIR; }
 
 namespace {
