@@ -65,6 +65,7 @@ struct Inspector::Impl {
     explicit Impl(bool dom) : dom_fast_path(dom) {}
 
     bool dom_fast_path;
+    bool last_fast = false;  // the last line was read by the DOM fast path
     simdjson::dom::parser dom_parser{dom_max_bytes};
     od::parser parser;
     ByteBuffer pad;
@@ -104,6 +105,7 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
         }
         whole = dom_fast_path && dom_parser.parse(json, text.size(), false).get(root) == SUCCESS;
     }
+    last_fast = whole;
     if (whole) {
         walker.dom_document(root);
     } else {
@@ -183,6 +185,8 @@ const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,
     impl_->walk(data, endpoint, event_name, readable_end);
     return impl_->info;
 }
+
+bool Inspector::last_line_took_fast_path() const { return impl_->last_fast; }
 
 const DataInfo& Inspector::inspect(const Event& event, std::size_t index, Endpoint endpoint) {
     return inspect(event.data[index], endpoint, event.name, event.readable_end);

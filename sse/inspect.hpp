@@ -175,6 +175,9 @@ public:
                             const char* readable_end = nullptr);
     // The same for data line `index` of a reader's event.
     const DataInfo& inspect(const Event& event, std::size_t index, policy::Endpoint endpoint);
+    // Whether the last inspect() read its line with the DOM fast path (for
+    // the tests that hold the two paths to the same results).
+    bool last_line_took_fast_path() const;
 
     BodyIdentity body_identity(std::string_view body, policy::Endpoint endpoint);
     std::optional<policy::ProviderError> parse_error_body(std::string_view body);

@@ -52,35 +52,13 @@ bool valid_number(std::string_view t) {
     return i == t.size();
 }
 
-error_code key_of(od::field& field, std::string_view& out) {
-    const char* raw = field.key().raw();
-    std::size_t n = 0;
-    while (raw[n] != '"') {
-        if (raw[n] == '\\') return field.unescaped_key().get(out);
-        ++n;
-    }
-    out = std::string_view(raw, n);
-    return SUCCESS;
-}
+// Keys and strings through simdjson's own accessors: this walk is the
+// fallback for lines the DOM parser refuses, and it decides whether they are
+// JSON, so it must not skip any of On-Demand's checks. (Reading escape-free
+// strings in place here let `{"a":"b":5}` through.)
+error_code key_of(od::field& field, std::string_view& out) { return field.unescaped_key().get(out); }
 
-// The token runs from the opening quote to the next structural character. A
-// string with no backslash ends at the last quote, whitespace after it; a
-// quote inside it would have opened another string, itself structural, so
-// `"` ... `"` with no backslash between is the whole string. Anything else
-// goes through simdjson's own unescaping.
-error_code string_of(od::value& v, std::string_view& out) {
-    std::string_view token = v.raw_json_token();
-    std::size_t n = token.size();
-    while (n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t' || token[n - 1] == '\n' || token[n - 1] == '\r')) --n;
-    if (n >= 2 && token[0] == '"' && token[n - 1] == '"') {
-        const std::string_view body = token.substr(1, n - 2);
-        if (body.find('\\') == std::string_view::npos) {
-            out = body;
-            return SUCCESS;
-        }
-    }
-    return v.get_string().get(out);
-}
+error_code string_of(od::value& v, std::string_view& out) { return v.get_string().get(out); }
 
 error_code LineWalker::document(od::document& doc) {
     od::json_type type;
