@@ -202,6 +202,20 @@ asio::awaitable<bool> Session::refuse(ClientError error, bool keep_alive, std::s
 // Reads one request, head then body, into slot.parser; a refusal is answered
 // here. Its own coroutine, so that the connection's long-lived frame (run)
 // stays small (issue 7) and this one is recycled by Asio (issue 2).
+// What a failed read of a request head or body tells the client before the
+// connection closes (SPEC sections 3 and 9): nothing when the client left or
+// the proxy is stopping, else the refusal naming the fault. One table for
+// both reads, so the head and the body cannot drift apart.
+std::optional<ClientError> read_failure_answer(boost::system::error_code ec, bool timed_out) {
+    if (ec == asio::error::operation_aborted)
+        return timed_out ? std::optional<ClientError>(ClientError::request_timeout) : std::nullopt;
+    if (ec == http::error::header_limit) return ClientError::header_too_large;
+    if (ec == http::error::body_limit) return ClientError::payload_too_large;
+    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
+        return std::nullopt;
+    return ClientError::bad_request;
+}
+
 asio::awaitable<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,
                                                             ReadTimer& read_timer) {
     beast::flat_buffer& buffer = slot.buffer;
@@ -213,23 +227,9 @@ asio::awaitable<Session::ReadOutcome> Session::read_request(RequestSlot& slot, c
     read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
     {
         auto [ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
-        if (read_timer.disarm() && ec == asio::error::operation_aborted) {
-            co_await refuse(ClientError::request_timeout, false);
-            co_return ReadOutcome::close;
-        }
-        if (ec == asio::error::operation_aborted) co_return ReadOutcome::close;
-        if (ec == http::error::header_limit) {
-            co_await refuse(ClientError::header_too_large, false);
-            co_return ReadOutcome::close;
-        }
-        if (ec == http::error::body_limit) {
-            co_await refuse(ClientError::payload_too_large, false);
-            co_return ReadOutcome::close;
-        }
-        if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
-            co_return ReadOutcome::close;
+        const bool timed_out = read_timer.disarm();
         if (ec) {
-            co_await refuse(ClientError::bad_request, false);
+            if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
             co_return ReadOutcome::close;
         }
     }
@@ -270,19 +270,9 @@ asio::awaitable<Session::ReadOutcome> Session::read_request(RequestSlot& slot, c
     if (!parser.is_done()) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
         auto [ec, n] = co_await http::async_read(socket_, buffer, parser, use_tuple);
-        if (read_timer.disarm() && ec == asio::error::operation_aborted) {
-            co_await refuse(ClientError::request_timeout, false);
-            co_return ReadOutcome::close;
-        }
-        if (ec == asio::error::operation_aborted) co_return ReadOutcome::close;
-        if (ec == http::error::body_limit) {
-            co_await refuse(ClientError::payload_too_large, false);
-            co_return ReadOutcome::close;
-        }
-        if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == asio::error::connection_reset)
-            co_return ReadOutcome::close;
+        const bool timed_out = read_timer.disarm();
         if (ec) {
-            co_await refuse(ClientError::bad_request, false);
+            if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
             co_return ReadOutcome::close;
         }
     }
