@@ -11,13 +11,6 @@ using policy::Endpoint;
 using simdjson::error_code;
 using simdjson::SUCCESS;
 
-#define MP_TRY(expr)                                              \
-    do {                                                          \
-        if (const error_code mp_e_ = (expr); mp_e_ != SUCCESS) {  \
-            return mp_e_;                                         \
-        }                                                         \
-    } while (false)
-
 // Deeper nesting is refused as unparseable rather than risking the stack.
 constexpr int max_depth = 512;
 

@@ -20,6 +20,15 @@
 #include <optional>
 #include <string_view>
 
+// Returns a simdjson error from the enclosing function (every step of the
+// On-Demand walk can fail); shared by line_walker.cpp and line_walker_text.cpp.
+#define MP_TRY(expr)                                                          \
+    do {                                                                      \
+        if (const ::simdjson::error_code mp_e_ = (expr); mp_e_ != ::simdjson::SUCCESS) { \
+            return mp_e_;                                                     \
+        }                                                                     \
+    } while (false)
+
 namespace modelproxy::sse::detail {
 
 // What one `error` object declared, as views into the parser (valid until

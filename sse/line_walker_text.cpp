@@ -21,13 +21,6 @@ using simdjson::error_code;
 using simdjson::SUCCESS;
 using Field = AnswerTextKey::Field;
 
-#define MP_TRY(expr)                                              \
-    do {                                                          \
-        if (const error_code mp_e_ = (expr); mp_e_ != SUCCESS) {  \
-            return mp_e_;                                         \
-        }                                                         \
-    } while (false)
-
 void push(std::vector<AnswerFragment>& out, Field field, std::string_view text) {
     if (!text.empty()) out.push_back({{0, 0, field}, text});
 }
