@@ -51,7 +51,7 @@ std::string to_json_line(const TurnRecord& record);
 void append_json_line(std::string& out, const AttemptRecord& record);
 void append_json_line(std::string& out, const TurnRecord& record);
 
-// Writes whole lines with one write(2) each, so concurrent workers never
+// Writes whole lines with one write(2) per call, so concurrent workers never
 // interleave within a line. reopen() is for log rotation (SIGHUP).
 class RecordLog {
 public:
@@ -68,6 +68,9 @@ public:
     // allocation per record once the buffer has grown.
     void write(const AttemptRecord& record);
     void write(const TurnRecord& record);
+    // A turn's last attempt and the turn itself, when both end at the same
+    // moment: two whole lines in one write(2), one syscall fewer per turn.
+    void write(const AttemptRecord& attempt, const TurnRecord& turn);
 
 private:
     std::mutex mutex_;  // guards fd_ against reopen only

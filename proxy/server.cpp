@@ -177,6 +177,13 @@ void Worker::write_attempt(std::uint16_t slot, const AttemptRecord& record, std:
     metrics::count_attempt(counters(slot), record, duration_ms);
 }
 
+void Worker::write_attempt_and_turn(std::uint16_t slot, const AttemptRecord& attempt, std::int64_t duration_ms,
+                                    const TurnRecord& turn) {
+    shared_.log.write(attempt, turn);
+    metrics::count_attempt(counters(slot), attempt, duration_ms);
+    metrics::count_turn(counters(slot), turn);
+}
+
 void Worker::listen(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
     acceptor_.set_option(asio::socket_base::reuse_address(true));

@@ -88,6 +88,9 @@ public:
     // /metrics always agrees with the records (SPEC section 10).
     void write_turn(std::uint16_t slot, const TurnRecord& record);
     void write_attempt(std::uint16_t slot, const AttemptRecord& record, std::int64_t duration_ms);
+    // The last attempt and its turn, ending together: one write for both lines.
+    void write_attempt_and_turn(std::uint16_t slot, const AttemptRecord& attempt, std::int64_t duration_ms,
+                                const TurnRecord& turn);
 
     // The per-request state a connection borrows while it has a request in
     // progress (turn.hpp). Spares are kept, cleared, up to max_spare_slots:

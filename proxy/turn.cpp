@@ -198,6 +198,15 @@ private:
                         std::string_view decision, std::int64_t delay_ms);
     void record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
                      std::string_view code, std::string_view bound);
+    // The last attempt and the turn, when the attempt's end is the turn's:
+    // both records in one write.
+    void record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
+                                 std::string_view outcome, std::optional<int> status,
+                                 const policy::Classification* c, std::string_view code);
+    AttemptRecord attempt_record(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                                 std::string_view decision, std::int64_t delay_ms) const;
+    TurnRecord turn_record(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                           std::string_view code, std::string_view bound) const;
     bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
@@ -332,8 +341,9 @@ asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
     co_return a;
 }
 
-void TurnRun::record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
-                             std::string_view decision, std::int64_t delay_ms) {
+AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::Classification* c,
+                                      std::string_view code, std::string_view decision,
+                                      std::int64_t delay_ms) const {
     AttemptRecord r;
     r.request_id = plan_.request_id;
     r.route = route_.name;
@@ -352,11 +362,12 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
     r.delay_ms = delay_ms;
     r.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan_.deadline));
     r.digest = digest_;
-    worker_.write_attempt(slot_, r, ms_between(attempt_started_, Clock::now()));
+    return r;
 }
 
-void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
-                          std::string_view code, std::string_view bound) {
+TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> status,
+                                const policy::Classification* c, std::string_view code,
+                                std::string_view bound) const {
     TurnRecord r;
     r.request_id = plan_.request_id;
     r.route = route_.name;
@@ -371,8 +382,28 @@ void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, c
     r.published = published_;
     r.duration_ms = ms_between(plan_.started, Clock::now());
     if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
+    return r;
+}
+
+void TurnRun::record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                             std::string_view decision, std::int64_t delay_ms) {
+    worker_.write_attempt(slot_, attempt_record(status, c, code, decision, delay_ms),
+                          ms_between(attempt_started_, Clock::now()));
+}
+
+void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                          std::string_view code, std::string_view bound) {
     recorded_ = true;
-    worker_.write_turn(slot_, r);
+    worker_.write_turn(slot_, turn_record(outcome, status, c, code, bound));
+}
+
+void TurnRun::record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
+                                      std::string_view outcome, std::optional<int> status,
+                                      const policy::Classification* c, std::string_view code) {
+    recorded_ = true;
+    worker_.write_attempt_and_turn(slot_, attempt_record(attempt_status, c, code, decision, 0),
+                                   ms_between(attempt_started_, Clock::now()),
+                                   turn_record(outcome, status, c, code, ""));
 }
 
 // One attempt's failure, as the decision sees it, and what the client gets
@@ -409,8 +440,7 @@ struct TurnRun::StreamEnd {
 // a 503 envelope. Either way the connection closes.
 asio::awaitable<void> TurnRun::end_at_drain_limit() {
     policy::Classification c{policy::ErrorClass::cancelled, false, policy::TimeoutSource::none, "drain-limit"};
-    record_attempt(std::nullopt, &c, "drain_limit", "cancelled", 0);
-    record_turn("cancelled", head_out_ ? 200 : 503, &c, "drain_limit", "");
+    record_attempt_and_turn(std::nullopt, "cancelled", "cancelled", head_out_ ? 200 : 503, &c, "drain_limit");
     if (client_gone_ || writing_) co_return;
     if (head_out_) {
         std::string event = closing_error_event(plan_.endpoint, "the proxy is shutting down and its drain limit passed",
@@ -492,8 +522,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         }
         if (!co_await write_chunk(out)) co_return StreamEnd{true, false};  // the checked events, then the end
         out.clear();
-        record_attempt(200, &c, code, "terminal", 0);
-        record_turn(outcome, 200, &c, code, "");
+        record_attempt_and_turn(200, "terminal", outcome, 200, &c, code);
         const bool ok = co_await write("0\r\n\r\n");
         co_return StreamEnd{true, ok && keep_alive()};
     };
@@ -671,8 +700,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
         const bool complete = sse::stream_complete(plan_.endpoint, rules, {saw_done, saw_end, saw_finish});
         if (answering) {
             if (complete) {
-                record_attempt(200, nullptr, "", "ok", 0);
-                record_turn("ok", 200, nullptr, "", "");
+                record_attempt_and_turn(200, "ok", "ok", 200, nullptr, "");
                 if (ex.reusable()) give_back(a);
                 const bool ok = co_await write("0\r\n\r\n");
                 co_return StreamEnd{true, ok && keep_alive()};
@@ -693,8 +721,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
             if (!first_byte_at_) first_byte_at_ = Clock::now();
             if (!co_await publish_stream_head(ex)) co_return StreamEnd{true, false};
             if (!co_await write_chunk(held)) co_return StreamEnd{true, false};
-            record_attempt(200, nullptr, "", "ok", 0);
-            record_turn("ok", 200, nullptr, "", "");
+            record_attempt_and_turn(200, "ok", "ok", 200, nullptr, "");
             if (ex.reusable()) give_back(a);
             const bool ok = co_await write("0\r\n\r\n");
             co_return StreamEnd{true, ok && keep_alive()};
@@ -1007,8 +1034,7 @@ asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& 
 
 asio::awaitable<bool> TurnRun::digest_mismatch() {
     policy::Classification c{policy::ErrorClass::client, false, policy::TimeoutSource::none, "digest-mismatch"};
-    record_attempt(std::nullopt, &c, "replay_digest_mismatch", "terminal", 0);
-    record_turn("terminal", 500, &c, "replay_digest_mismatch", "");
+    record_attempt_and_turn(std::nullopt, "terminal", "terminal", 500, &c, "replay_digest_mismatch");
     EnvelopeDetails details;
     details.attempts = attempts_ - 1;
     details.decision = "terminal";
@@ -1046,8 +1072,7 @@ asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& bod
     const int status = static_cast<int>(ex.head().result_int());
     if (ex.reusable()) give_back(a);  // destroys the exchange: `ex` is not used after this
     published_ = true;
-    record_attempt(status, nullptr, "", "ok", 0);
-    record_turn("ok", status, nullptr, "", "");
+    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "");
     plan_.head_text = head.finish();
     const std::string_view body_out = plan_.head_request ? std::string_view{} : std::string_view(body);
     const bool ok = co_await write(plan_.head_text, body_out);
@@ -1085,8 +1110,6 @@ void record_client_left(Worker& worker, const ForwardPlan& plan, const TurnRun& 
     a.error_class = "cancelled";
     a.decision = "cancelled";
     a.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan.deadline));
-    const std::uint16_t slot = plan.runtime->metric_slots[plan.route_index];
-    worker.write_attempt(slot, a, ms_between(turn.attempt_started(), Clock::now()));
     TurnRecord r;
     r.attempts = std::max(1, turn.attempts());
     r.request_id = plan.request_id;
@@ -1096,7 +1119,8 @@ void record_client_left(Worker& worker, const ForwardPlan& plan, const TurnRun& 
     r.error_class = "cancelled";
     r.stream = plan.wants_stream;
     r.duration_ms = ms_between(plan.started, Clock::now());
-    worker.write_turn(slot, r);
+    const std::uint16_t slot = plan.runtime->metric_slots[plan.route_index];
+    worker.write_attempt_and_turn(slot, a, ms_between(turn.attempt_started(), Clock::now()), r);
 }
 
 }  // namespace
