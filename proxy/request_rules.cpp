@@ -71,9 +71,15 @@ bool is_models_path(std::string_view path) {
     return path == "/v1/models" || (path.starts_with(models_prefix) && path.size() > models_prefix.size());
 }
 
-// The media type of a Content-Type value, lower-case, without parameters.
-std::string media_type(std::string_view content_type) {
-    return to_lower(trim_ows(content_type.substr(0, content_type.find(';'))));
+// The media type of a Content-Type value, without parameters, as sent:
+// compared case-insensitively, never copied (issue 2: a lower-cased copy of
+// "application/json" is past the short string size, one allocation per request).
+std::string_view media_type(std::string_view content_type) {
+    return trim_ows(content_type.substr(0, content_type.find(';')));
+}
+
+bool iends_with(std::string_view text, std::string_view suffix) {
+    return text.size() >= suffix.size() && iequals(text.substr(text.size() - suffix.size()), suffix);
 }
 
 // The value of parameter `name` (case-insensitive) in a header value of the
@@ -470,10 +476,10 @@ std::optional<std::string> model_id_from_path(std::string_view path) {
     return percent_decode(path.substr(models_prefix.size()));
 }
 
-std::string percent_encode(std::string_view text) {
+namespace {
+
+void append_percent_encoded(std::string& out, std::string_view text) {
     static constexpr char hex[] = "0123456789ABCDEF";
-    std::string out;
-    out.reserve(text.size());
     for (const char c : text) {
         const auto u = static_cast<unsigned char>(c);
         const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
@@ -486,28 +492,44 @@ std::string percent_encode(std::string_view text) {
             out += hex[u & 0xF];
         }
     }
+}
+
+}  // namespace
+
+std::string percent_encode(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    append_percent_encoded(out, text);
     return out;
+}
+
+void upstream_target(std::string& out, const config::Route& route, std::string_view client_path,
+                     std::string_view client_query) {
+    std::string_view base = route.upstream.base_path;
+    while (!base.empty() && base.back() == '/') base.remove_suffix(1);
+    if (under_v1(client_path)) client_path.remove_prefix(3);
+    out.assign(base);
+    out += client_path;
+    if (out.empty()) out = "/";
+    // The query written in place: '?' before its first byte, '&' between
+    // the client's query and each static parameter.
+    const std::size_t path_end = out.size();
+    if (!client_query.empty()) {
+        out += '?';
+        out += client_query;
+    }
+    for (const auto& [key, value] : route.query) {
+        out += out.size() == path_end ? '?' : '&';
+        append_percent_encoded(out, key);
+        out += '=';
+        append_percent_encoded(out, value);
+    }
 }
 
 std::string upstream_target(const config::Route& route, std::string_view client_path,
                             std::string_view client_query) {
-    std::string_view base = route.upstream.base_path;
-    while (!base.empty() && base.back() == '/') base.remove_suffix(1);
-    if (under_v1(client_path)) client_path.remove_prefix(3);
-    std::string out(base);
-    out += client_path;
-    if (out.empty()) out = "/";
-    std::string query(client_query);
-    for (const auto& [key, value] : route.query) {
-        if (!query.empty()) query += '&';
-        query += percent_encode(key);
-        query += '=';
-        query += percent_encode(value);
-    }
-    if (!query.empty()) {
-        out += '?';
-        out += query;
-    }
+    std::string out;
+    upstream_target(out, route, client_path, client_query);
     return out;
 }
 
@@ -661,10 +683,10 @@ MultipartModel multipart_model(std::string_view content_type, std::string_view b
 
 BodyKind body_kind(std::string_view content_type, std::size_t body_size) {
     if (body_size == 0) return BodyKind::none;
-    const std::string type = media_type(content_type);
-    if (type == "application/json") return BodyKind::json;
-    if (type.starts_with("application/") && type.ends_with("+json")) return BodyKind::json;
-    if (type == "multipart/form-data") return BodyKind::multipart;
+    const std::string_view type = media_type(content_type);
+    if (iequals(type, "application/json")) return BodyKind::json;
+    if (istarts_with(type, "application/") && iends_with(type, "+json")) return BodyKind::json;
+    if (iequals(type, "multipart/form-data")) return BodyKind::multipart;
     return BodyKind::other;
 }
 
@@ -758,15 +780,35 @@ bool is_hop_by_hop(std::string_view name) {
     return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return iequals(name, n); });
 }
 
-std::vector<std::string> connection_tokens(std::string_view connection_value) {
-    std::vector<std::string> tokens;
+namespace {
+
+// Calls `on_token` with each non-empty token of a Connection value, as sent
+// (not lower-cased), until it returns true; whether one did.
+template <class OnToken>
+bool any_connection_token(std::string_view connection_value, OnToken on_token) {
     while (!connection_value.empty()) {
         const std::size_t comma = std::min(connection_value.find(','), connection_value.size());
         const std::string_view token = trim_ows(connection_value.substr(0, comma));
-        if (!token.empty()) tokens.push_back(to_lower(token));
+        if (!token.empty() && on_token(token)) return true;
         connection_value.remove_prefix(std::min(comma + 1, connection_value.size()));
     }
+    return false;
+}
+
+}  // namespace
+
+std::vector<std::string> connection_tokens(std::string_view connection_value) {
+    std::vector<std::string> tokens;
+    any_connection_token(connection_value, [&](std::string_view token) {
+        tokens.push_back(to_lower(token));
+        return false;
+    });
     return tokens;
+}
+
+ConnectionListed connection_lists(std::string_view connection_value, std::string_view name) {
+    const bool listed = any_connection_token(connection_value, [&](std::string_view token) { return iequals(token, name); });
+    return listed ? ConnectionListed::yes : ConnectionListed::no;
 }
 
 bool is_client_credential(std::string_view name) {
@@ -785,7 +827,13 @@ bool named_by_connection(std::string_view name, const std::vector<std::string>& 
 
 bool forward_request_header(std::string_view name, const std::vector<std::string>& connection_tokens,
                             const CredentialRule& credentials) {
-    if (is_hop_by_hop(name) || named_by_connection(name, connection_tokens)) return false;
+    return forward_request_header(
+        name, named_by_connection(name, connection_tokens) ? ConnectionListed::yes : ConnectionListed::no,
+        credentials);
+}
+
+bool forward_request_header(std::string_view name, ConnectionListed listed, const CredentialRule& credentials) {
+    if (is_hop_by_hop(name) || listed == ConnectionListed::yes) return false;
     if (iequals(name, "host") || iequals(name, "content-length") || iequals(name, "expect") ||
         iequals(name, "accept-encoding")) {
         return false;
@@ -802,7 +850,12 @@ bool forward_request_header(std::string_view name, const std::vector<std::string
 }
 
 bool forward_response_header(std::string_view name, const std::vector<std::string>& connection_tokens) {
-    if (is_hop_by_hop(name) || named_by_connection(name, connection_tokens)) return false;
+    return forward_response_header(
+        name, named_by_connection(name, connection_tokens) ? ConnectionListed::yes : ConnectionListed::no);
+}
+
+bool forward_response_header(std::string_view name, ConnectionListed listed) {
+    if (is_hop_by_hop(name) || listed == ConnectionListed::yes) return false;
     if (iequals(name, "content-length") || iequals(name, "content-encoding")) return false;
     return !is_modelproxy_header(name);
 }

@@ -95,6 +95,10 @@ std::optional<std::string> model_id_from_path(std::string_view path);
 //   -> "/v1/chat/completions?x=1&api-version=2024-06-01"
 std::string upstream_target(const config::Route& route, std::string_view client_path,
                             std::string_view client_query);
+// The same target written into `out` (its capacity reused: the plan's
+// target string, issue 2).
+void upstream_target(std::string& out, const config::Route& route, std::string_view client_path,
+                     std::string_view client_query);
 
 // RFC 3986 percent-encoding of everything but unreserved characters, upper-case hex.
 std::string percent_encode(std::string_view text);
@@ -245,6 +249,13 @@ bool is_hop_by_hop(std::string_view name);
 // field line and concatenate.
 std::vector<std::string> connection_tokens(std::string_view connection_value);
 
+// Whether one Connection header value lists `name` among its tokens
+// (case-insensitive). The tokens are read in place: nothing is copied or
+// collected, so the relay can ask per header field (issue 2). A message with
+// several Connection field lines lists `name` when any of them does.
+enum class ConnectionListed : bool { no, yes };
+ConnectionListed connection_lists(std::string_view connection_value, std::string_view name);
+
 // Authorization, x-api-key, api-key.
 bool is_client_credential(std::string_view name);
 
@@ -273,6 +284,9 @@ struct CredentialRule {
 //    route's own key header (the sender writes the route's key).
 bool forward_request_header(std::string_view name, const std::vector<std::string>& connection_tokens,
                             const CredentialRule& credentials);
+// The same, told whether the request's Connection header lists `name`
+// (connection_lists) instead of given its tokens.
+bool forward_request_header(std::string_view name, ConnectionListed listed, const CredentialRule& credentials);
 
 // Whether an upstream response header is copied to the client. Never copied:
 //  - hop-by-hop headers and those the upstream's Connection header names;
@@ -284,6 +298,8 @@ bool forward_request_header(std::string_view name, const std::vector<std::string
 // x-should-retry is copied here; on a non-success answer the relay replaces it
 // with "false" (section 6).
 bool forward_response_header(std::string_view name, const std::vector<std::string>& connection_tokens);
+// The same, told whether the upstream's Connection header lists `name`.
+bool forward_response_header(std::string_view name, ConnectionListed listed);
 
 // ------------------------------------------------------------ client tokens
 

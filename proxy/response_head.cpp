@@ -28,10 +28,11 @@ void ResponseHead::add(std::string_view name, std::string_view value) {
 }
 
 void ResponseHead::copy_upstream(const transport::ResponseHeader& upstream) {
-    const auto tokens = connection_tokens(upstream[http::field::connection]);
+    // Its tokens are read in place for each field, not collected (issue 2).
+    const std::string_view connection = upstream[http::field::connection];
     for (const auto& field : upstream) {
         const std::string_view name = field.name_string();
-        if (!forward_response_header(name, tokens)) continue;
+        if (!forward_response_header(name, connection_lists(connection, name))) continue;
         // The proxy is the one retry owner: a failure carries its own
         // x-should-retry: false (add_failure), never the upstream's.
         if ((status_ < 200 || status_ >= 300) && iequals(name, "x-should-retry")) continue;

@@ -407,7 +407,7 @@ Session::Reply Session::prepare(Request& req, bool keep_alive, ForwardPlan& plan
     const config::Route& route = *forward.route;
     plan.client_model = forward.client_model;
     plan.method.assign(method);
-    plan.target = upstream_target(route, target.path, target.query);
+    upstream_target(plan.target, route, target.path, target.query);
     plan.body = forward.upstream_model ? upstream_body(req.body(), facts, *forward.upstream_model)
                                        : std::move(req.body());
     plan.wants_stream = facts.wants_stream();
@@ -436,13 +436,13 @@ Session::Reply Session::prepare(Request& req, bool keep_alive, ForwardPlan& plan
 
     // The upstream head: the route's Host, the client's end-to-end headers
     // less credentials the route replaces, the route's key and static headers.
-    std::vector<std::string> tokens;
-    for (const auto& field : req) {
-        if (field.name() == http::field::connection) {
-            auto more = connection_tokens(field.value());
-            tokens.insert(tokens.end(), more.begin(), more.end());
-        }
-    }
+    // The Connection tokens are read in place for each field, not collected.
+    const auto connection_listed = [&](std::string_view name) {
+        const auto [first, last] = req.equal_range(http::field::connection);
+        for (auto it = first; it != last; ++it)
+            if (connection_lists(it->value(), name) == ConnectionListed::yes) return ConnectionListed::yes;
+        return ConnectionListed::no;
+    };
     CredentialRule credentials;
     if (route.api_key) credentials.injected_key_header = route.api_key_header;
     credentials.client_token_header = token_header(auth);
@@ -467,7 +467,8 @@ Session::Reply Session::prepare(Request& req, bool keep_alive, ForwardPlan& plan
         return false;
     };
     for (const auto& field : req) {
-        if (!forward_request_header(field.name_string(), tokens, credentials)) continue;
+        if (!forward_request_header(field.name_string(), connection_listed(field.name_string()), credentials))
+            continue;
         if (overridden(field.name_string())) continue;
         h += field.name_string();
         h += ": ";

@@ -485,7 +485,8 @@ asio::awaitable<bool> TurnRun::publish_stream_head(transport::Exchange& ex) {
 asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
     transport::Exchange& ex = *a.exchange;
     const bool rules = route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
-    sse::Reader reader;
+    sse::Reader& reader = plan_.stream_reader;  // reused: see ForwardPlan
+    reader.reset();
     sse::Inspector& inspector = worker_.inspector();
     // The plan's scratch strings (reused from turn to turn), emptied here
     // for this attempt.
@@ -502,8 +503,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& 
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
     std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
     const auto stream_started = Clock::now();
-    std::optional<sse::StreamIdentity> identity;
-    if (rules && plan_.identity) identity.emplace(*plan_.identity);
+    sse::StreamIdentity* const identity = rules && plan_.identity ? &plan_.stream_identity() : nullptr;
     std::optional<sse::StreamScan> secrets;
     if (plan_.runtime->secrets) secrets.emplace(plan_.runtime->secrets->stream_scan());
     // The stream's `usage` (section 10's token counts), counted when this
@@ -916,7 +916,7 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
     // The body's `usage` counts whatever the verdict: the upstream spent the
     // tokens. The identity walk reads it; without one, one more parse.
     if (plan_.identity) {
-        auto seen = worker_.inspector().body_identity(body, plan_.endpoint);
+        const sse::BodyIdentity& seen = worker_.inspector().body_identity(body, plan_.endpoint);
         metrics::count_usage(worker_.counters(slot_), seen.usage);
         if (sse::refused(sse::check_body_identity(seen, *plan_.identity))) {
             failed = refusal("model-identity", "model_identity_mismatch",
@@ -1161,6 +1161,15 @@ sse::IdentityRule& ForwardPlan::set_identity() {
     return rule;
 }
 
+sse::StreamIdentity& ForwardPlan::stream_identity() {
+    if (stream_identity_) {
+        stream_identity_->reset(*identity);
+    } else {
+        stream_identity_.emplace(*identity);
+    }
+    return *stream_identity_;
+}
+
 void RequestSlot::clear() {
     head_parser.reset();
     parser.reset();
@@ -1174,6 +1183,7 @@ void RequestSlot::clear() {
         if (kept->capacity() > 64 * 1024) std::string().swap(*kept);
     if (plan.head_text.capacity() > 16 * 1024) std::string().swap(plan.head_text);
     if (plan.upstream_head.capacity() > 16 * 1024) std::string().swap(plan.upstream_head);
+    plan.stream_reader.reset();  // releases buffers grown past its own limit
 }
 
 asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan& plan) {

@@ -3,6 +3,8 @@
 #include <hs/hs.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <utility>
@@ -15,16 +17,22 @@ namespace detail {
 struct CompiledSecrets {
     hs_database_t* block = nullptr;   // HS_MODE_BLOCK: whole bodies
     hs_database_t* stream = nullptr;  // HS_MODE_STREAM: SSE streams
-    hs_scratch_t* prototype = nullptr;  // only ever cloned, never scanned with
-    std::vector<std::string> labels;    // by pattern id
+    std::vector<std::string> labels;  // by pattern id
+    // Unique per build, increasing: what the per-thread scratch and spare
+    // streams were made for (an address could be reused by a later build).
+    std::uint64_t generation = next_generation();
 
     CompiledSecrets() = default;
     CompiledSecrets(const CompiledSecrets&) = delete;
     CompiledSecrets& operator=(const CompiledSecrets&) = delete;
     ~CompiledSecrets() {
-        if (prototype) hs_free_scratch(prototype);
         if (block) hs_free_database(block);
         if (stream) hs_free_database(stream);
+    }
+
+    static std::uint64_t next_generation() {
+        static std::atomic<std::uint64_t> last{0};
+        return last.fetch_add(1, std::memory_order_relaxed) + 1;
     }
 };
 
@@ -159,11 +167,53 @@ int on_match(unsigned int id, unsigned long long, unsigned long long, unsigned i
     return 1;  // the first match decides: stop scanning
 }
 
-hs_scratch_t* clone_scratch(const CompiledSecrets* compiled) {
-    hs_scratch_t* scratch = nullptr;
-    if (compiled && compiled->prototype && hs_clone_scratch(compiled->prototype, &scratch) != HS_SUCCESS)
-        scratch = nullptr;
-    return scratch;
+// One Vectorscan scratch per thread, shared by every scan the thread runs:
+// a scan uses it only for the length of one Vectorscan call, and a thread
+// makes one call at a time. Allocated once and grown (never shrunk) by
+// hs_alloc_scratch for each compiled rule set the thread meets, so a
+// reloaded config's larger databases get room and the old ones keep theirs.
+// hs_alloc_scratch allocates a sizing block even when the scratch is large
+// enough, so it runs only for a rule set not seen lately (issue 2: no
+// allocation per body or stream).
+class ThreadScratch {
+public:
+    ThreadScratch() = default;
+    ThreadScratch(const ThreadScratch&) = delete;
+    ThreadScratch& operator=(const ThreadScratch&) = delete;
+    ~ThreadScratch() {
+        if (scratch_) hs_free_scratch(scratch_);
+    }
+
+    // Null when Vectorscan cannot allocate it (the scan then refuses).
+    hs_scratch_t* for_rules(const CompiledSecrets& compiled) {
+        if (std::find(sized_for_.begin(), sized_for_.end(), compiled.generation) != sized_for_.end())
+            return scratch_;
+        for (const hs_database_t* db : {compiled.block, compiled.stream}) {
+            if (db && hs_alloc_scratch(db, &scratch_) != HS_SUCCESS) {
+                // A failed grow may have freed it: start over next time.
+                if (scratch_) hs_free_scratch(scratch_);
+                scratch_ = nullptr;
+                sized_for_.fill(0);
+                return nullptr;
+            }
+        }
+        sized_for_[next_] = compiled.generation;
+        next_ = (next_ + 1) % sized_for_.size();
+        return scratch_;
+    }
+
+private:
+    hs_scratch_t* scratch_ = nullptr;
+    // The last rule sets it was sized for (0: none). It only grows, so it
+    // stays large enough for each of them; a few are kept so that a reload's
+    // old streams and new requests on one thread do not resize it in turn.
+    std::array<std::uint64_t, 4> sized_for_{};
+    std::size_t next_ = 0;
+};
+
+hs_scratch_t* thread_scratch(const CompiledSecrets& compiled) {
+    thread_local ThreadScratch scratch;
+    return scratch.for_rules(compiled);
 }
 
 // Feeds bytes to an open stream in pieces Vectorscan's length type can take.
@@ -235,9 +285,14 @@ std::variant<CredentialScanner, std::string> CredentialScanner::build(
                                           : std::string("boundary");
             return where + ": the credential patterns cannot be compiled: " + take_message(error);
         }
-        if (hs_alloc_scratch(*db, &compiled->prototype) != HS_SUCCESS)
-            return std::string("boundary: cannot allocate Vectorscan scratch space");
     }
+    // Scans use a per-thread scratch (thread_scratch); this one only checks,
+    // at load time, that one can be made for these databases.
+    hs_scratch_t* probe = nullptr;
+    const bool scratch_ok = hs_alloc_scratch(compiled->block, &probe) == HS_SUCCESS &&
+                            hs_alloc_scratch(compiled->stream, &probe) == HS_SUCCESS;
+    if (probe) hs_free_scratch(probe);
+    if (!scratch_ok) return std::string("boundary: cannot allocate Vectorscan scratch space");
     return CredentialScanner(std::move(compiled));
 }
 
@@ -251,39 +306,20 @@ StreamScan CredentialScanner::stream_scan() const { return StreamScan(*this); }
 
 // ---- BodyScan ------------------------------------------------------------------
 
-BodyScan::BodyScan(const CredentialScanner& scanner)
-    : compiled_(scanner.compiled_), scratch_(clone_scratch(compiled_.get())) {}
-
-BodyScan::~BodyScan() {
-    if (scratch_) hs_free_scratch(scratch_);
-}
-
-BodyScan::BodyScan(BodyScan&& other) noexcept
-    : compiled_(std::move(other.compiled_)),
-      scratch_(std::exchange(other.scratch_, nullptr)),
-      matched_rule_(other.matched_rule_) {}
-
-BodyScan& BodyScan::operator=(BodyScan&& other) noexcept {
-    if (this != &other) {
-        if (scratch_) hs_free_scratch(scratch_);
-        compiled_ = std::move(other.compiled_);
-        scratch_ = std::exchange(other.scratch_, nullptr);
-        matched_rule_ = other.matched_rule_;
-    }
-    return *this;
-}
+BodyScan::BodyScan(const CredentialScanner& scanner) : compiled_(scanner.compiled_) {}
 
 bool BodyScan::contains_secret(std::string_view body) {
     matched_rule_ = {};
     if (!compiled_ || !compiled_->block) return false;  // nothing to look for
-    if (!scratch_) {
+    hs_scratch_t* scratch = thread_scratch(*compiled_);
+    if (!scratch) {
         matched_rule_ = scan_failure_rule;
         return true;
     }
     if (body.size() <= UINT_MAX) {
         MatchContext ctx{compiled_.get(), {}};
         const hs_error_t rc = hs_scan(compiled_->block, body.data(), static_cast<unsigned>(body.size()), 0,
-                                      scratch_, on_match, &ctx);
+                                      scratch, on_match, &ctx);
         if (rc == HS_SUCCESS) return false;
         matched_rule_ = rc == HS_SCAN_TERMINATED && !ctx.rule.empty() ? ctx.rule : scan_failure_rule;
         return true;
@@ -294,9 +330,9 @@ bool BodyScan::contains_secret(std::string_view body) {
         matched_rule_ = scan_failure_rule;
         return true;
     }
-    matched_rule_ = scan_stream(stream, body, scratch_, compiled_.get());
+    matched_rule_ = scan_stream(stream, body, scratch, compiled_.get());
     MatchContext ctx{compiled_.get(), {}};
-    const hs_error_t rc = hs_close_stream(stream, scratch_, on_match, &ctx);
+    const hs_error_t rc = hs_close_stream(stream, scratch, on_match, &ctx);
     if (matched_rule_.empty() && !ctx.rule.empty()) matched_rule_ = ctx.rule;
     if (matched_rule_.empty() && rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) matched_rule_ = scan_failure_rule;
     return !matched_rule_.empty();
@@ -304,17 +340,62 @@ bool BodyScan::contains_secret(std::string_view body) {
 
 // ---- StreamScan ----------------------------------------------------------------
 
-StreamScan::StreamScan(const CredentialScanner& scanner)
-    : compiled_(scanner.compiled_), scratch_(clone_scratch(compiled_.get())) {
-    if (compiled_ && compiled_->stream && hs_open_stream(compiled_->stream, 0, &raw_) != HS_SUCCESS)
-        raw_ = nullptr;
+// A finished scan's Vectorscan streams (raw and answer-text channels), reset
+// and kept per thread for the next StreamScan of the same rules: opening a
+// stream allocates its state, so a stream per attempt would cost a few
+// allocations each (issue 2). Only the newest rules' streams are kept; a
+// reload's first finished scan drops the older ones.
+struct StreamScan::Spares {
+    struct Kept {
+        hs_stream_t* raw = nullptr;
+        std::vector<Channel> channels;  // every stream reset, keys stale
+    };
+    // Enough for the streams a worker relays at once (as Worker's spare
+    // request slots); a scan finishing beyond it closes its streams.
+    static constexpr std::size_t max_kept = 64;
+    // Answer texts per stream are few (choices, tool calls); a scan that
+    // opened more is not kept, so no thread holds hundreds of idle streams.
+    static constexpr std::size_t max_channels = 16;
+
+    std::uint64_t generation = 0;  // of the rules the kept streams were opened with
+    std::vector<Kept> kept;
+
+    Spares() = default;
+    Spares(const Spares&) = delete;
+    Spares& operator=(const Spares&) = delete;
+    ~Spares() { drop(); }
+
+    void drop() {
+        // No scratch, no callback: nothing is reported, only memory freed.
+        for (Kept& k : kept) {
+            hs_close_stream(k.raw, nullptr, nullptr, nullptr);
+            for (Channel& c : k.channels) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
+        }
+        kept.clear();
+    }
+};
+
+StreamScan::Spares& StreamScan::spares() {
+    thread_local Spares spares;
+    return spares;
 }
 
-StreamScan::~StreamScan() { close_all(); }
+StreamScan::StreamScan(const CredentialScanner& scanner) : compiled_(scanner.compiled_) {
+    if (!compiled_ || !compiled_->stream) return;
+    Spares& spares = StreamScan::spares();
+    if (spares.generation == compiled_->generation && !spares.kept.empty()) {
+        raw_ = spares.kept.back().raw;
+        channels_ = std::move(spares.kept.back().channels);
+        spares.kept.pop_back();
+        return;
+    }
+    if (hs_open_stream(compiled_->stream, 0, &raw_) != HS_SUCCESS) raw_ = nullptr;
+}
+
+StreamScan::~StreamScan() { release(); }
 
 StreamScan::StreamScan(StreamScan&& other) noexcept
     : compiled_(std::move(other.compiled_)),
-      scratch_(std::exchange(other.scratch_, nullptr)),
       raw_(std::exchange(other.raw_, nullptr)),
       channels_(std::move(other.channels_)),
       used_(std::exchange(other.used_, 0)),
@@ -326,9 +407,8 @@ StreamScan::StreamScan(StreamScan&& other) noexcept
 
 StreamScan& StreamScan::operator=(StreamScan&& other) noexcept {
     if (this != &other) {
-        close_all();
+        release();
         compiled_ = std::move(other.compiled_);
-        scratch_ = std::exchange(other.scratch_, nullptr);
         raw_ = std::exchange(other.raw_, nullptr);
         channels_ = std::move(other.channels_);
         other.channels_.clear();
@@ -340,6 +420,28 @@ StreamScan& StreamScan::operator=(StreamScan&& other) noexcept {
     return *this;
 }
 
+void StreamScan::release() {
+    Spares& spares = StreamScan::spares();
+    const bool keep = compiled_ && raw_ && channels_.size() <= Spares::max_channels &&
+                      compiled_->generation >= spares.generation;
+    if (keep && compiled_->generation > spares.generation) {
+        spares.drop();
+        spares.generation = compiled_->generation;
+    }
+    if (keep && spares.kept.size() < Spares::max_kept) {
+        // Every stream back to its initial state, whatever this scan left in
+        // it: the next scan must not continue this one's partial match.
+        hs_reset_stream(raw_, 0, nullptr, nullptr, nullptr);
+        for (Channel& c : channels_) hs_reset_stream(c.stream, 0, nullptr, nullptr, nullptr);
+        if (spares.kept.capacity() == 0) spares.kept.reserve(Spares::max_kept);
+        spares.kept.push_back(Spares::Kept{std::exchange(raw_, nullptr), std::move(channels_)});
+        channels_.clear();
+        used_ = 0;
+        return;
+    }
+    close_all();
+}
+
 void StreamScan::close_all() {
     // No scratch, no callback: nothing is reported while tearing down.
     if (raw_) hs_close_stream(raw_, nullptr, nullptr, nullptr);
@@ -348,13 +450,11 @@ void StreamScan::close_all() {
         if (c.stream) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
     channels_.clear();
     used_ = 0;
-    if (scratch_) hs_free_scratch(scratch_);
-    scratch_ = nullptr;
 }
 
 CredentialVerdict StreamScan::scan(hs_stream_t* stream, std::string_view bytes) {
-    std::string_view rule = (!stream || !scratch_) ? scan_failure_rule
-                                                   : scan_stream(stream, bytes, scratch_, compiled_.get());
+    hs_scratch_t* scratch = stream ? thread_scratch(*compiled_) : nullptr;
+    std::string_view rule = scratch ? scan_stream(stream, bytes, scratch, compiled_.get()) : scan_failure_rule;
     if (!rule.empty()) {
         verdict_ = CredentialVerdict::credential_in_response;
         matched_rule_ = rule;
@@ -391,24 +491,25 @@ CredentialVerdict StreamScan::finish() {
     if (finished_) return verdict_;
     finished_ = true;
     if (verdict_ != CredentialVerdict::clean || !compiled_ || !compiled_->stream) return verdict_;
-    // End-of-data matches (a secret pattern ending in `$`).
-    const auto close = [&](hs_stream_t*& stream) {
+    // End-of-data matches (a secret pattern ending in `$`). hs_reset_stream
+    // with a callback reports them as hs_close_stream would, and keeps the
+    // stream's memory for reuse (reset(), or the next scan on this thread).
+    hs_scratch_t* scratch = thread_scratch(*compiled_);
+    const auto end = [&](hs_stream_t* stream) {
         if (!stream) return;
+        const bool report = verdict_ == CredentialVerdict::clean;
         MatchContext ctx{compiled_.get(), {}};
-        const hs_error_t rc = hs_close_stream(stream, verdict_ == CredentialVerdict::clean ? scratch_ : nullptr,
-                                              verdict_ == CredentialVerdict::clean ? on_match : nullptr, &ctx);
-        stream = nullptr;
-        // hs_close_stream reports HS_SUCCESS even when the callback stopped it.
-        if (verdict_ == CredentialVerdict::clean && (!ctx.rule.empty() || (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED))) {
+        const hs_error_t rc = hs_reset_stream(stream, 0, report ? scratch : nullptr, report ? on_match : nullptr, &ctx);
+        // It reports HS_SUCCESS even when the callback stopped it; on a
+        // failure the stream may be left mid-way: reset it plainly.
+        if (rc != HS_SUCCESS) hs_reset_stream(stream, 0, nullptr, nullptr, nullptr);
+        if (report && (!ctx.rule.empty() || (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED))) {
             verdict_ = CredentialVerdict::credential_in_response;
             matched_rule_ = ctx.rule.empty() ? scan_failure_rule : ctx.rule;
         }
     };
-    close(raw_);
-    for (std::size_t i = 0; i < used_; ++i) close(channels_[i].stream);
-    for (Channel& c : channels_)
-        if (c.stream) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
-    channels_.clear();
+    end(raw_);
+    for (std::size_t i = 0; i < used_; ++i) end(channels_[i].stream);
     used_ = 0;
     return verdict_;
 }

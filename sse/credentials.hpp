@@ -5,9 +5,12 @@
 //
 // Threading: a CredentialScanner is immutable once built and may be shared by
 // every thread; its compiled databases live as long as any scan made from it
-// (shared ownership). Each BodyScan / StreamScan owns its own Vectorscan
-// scratch (cloned from the scanner's prototype) and stream state, and is used
-// by one thread at a time.
+// (shared ownership). Each BodyScan / StreamScan is used by one thread at a
+// time; a StreamScan owns its stream state. Scans borrow their thread's
+// Vectorscan scratch for each call, allocated once per thread and grown for
+// each new config's databases, and a finished StreamScan's stream state is
+// kept per thread for the next one: no allocation per body or stream
+// (issue 2).
 //
 // What is matched, exactly:
 //  - a configured key: its bytes, its JSON string form (`"` -> `\"`,
@@ -43,7 +46,6 @@
 #include <variant>
 #include <vector>
 
-struct hs_scratch;
 struct hs_stream;
 
 namespace modelproxy::sse {
@@ -70,8 +72,7 @@ public:
                                                               std::span<const std::string> secret_patterns,
                                                               bool default_patterns);
 
-    // A whole body, in one call. Allocates a scratch per call; on a hot path
-    // keep a BodyScan per thread instead.
+    // A whole body, in one call (a BodyScan made for it).
     bool contains_secret(std::string_view body) const;
 
     BodyScan body_scan() const;
@@ -94,9 +95,6 @@ private:
 class BodyScan {
 public:
     explicit BodyScan(const CredentialScanner& scanner);
-    ~BodyScan();
-    BodyScan(BodyScan&&) noexcept;
-    BodyScan& operator=(BodyScan&&) noexcept;
 
     bool contains_secret(std::string_view body);
     // The rule behind the last true answer.
@@ -104,7 +102,6 @@ public:
 
 private:
     std::shared_ptr<const detail::CompiledSecrets> compiled_;
-    hs_scratch* scratch_ = nullptr;
     std::string_view matched_rule_;
 };
 
@@ -149,13 +146,16 @@ private:
         AnswerTextKey key;
         hs_stream* stream = nullptr;
     };
+    struct Spares;  // the thread's kept stream states (credentials.cpp)
+    static Spares& spares();
 
     CredentialVerdict scan(hs_stream* stream, std::string_view bytes);
     hs_stream* channel(const AnswerTextKey& key);
+    // Gives the streams to the thread's spares, or closes them.
+    void release();
     void close_all();
 
     std::shared_ptr<const detail::CompiledSecrets> compiled_;
-    hs_scratch* scratch_ = nullptr;
     hs_stream* raw_ = nullptr;
     std::vector<Channel> channels_;  // [0, used_) belong to this attempt
     std::size_t used_ = 0;

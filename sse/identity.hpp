@@ -112,6 +112,14 @@ public:
 
     // A fresh attempt with the same rule.
     void reset();
+    // A fresh attempt under `rule` (which must outlive this object); the
+    // cached model keeps its storage, so a reused StreamIdentity costs no
+    // allocation per stream (issue 2).
+    void reset(const IdentityRule& rule) {
+        rule_ = &rule;
+        reset();
+    }
+    void reset(const IdentityRule&& rule) = delete;
 
 private:
     bool accepted(std::string_view model);

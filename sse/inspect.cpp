@@ -71,6 +71,7 @@ struct Inspector::Impl {
     ByteBuffer pad;
     DataInfo info;
     ErrorFields top_error;  // of the last walk, for parse_error_body
+    BodyIdentity identity;  // the last body_identity answer, its storage reused
 
     // Walks `text` into info; false when it is not one whole JSON value.
     bool walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
@@ -192,12 +193,18 @@ const DataInfo& Inspector::inspect(const Event& event, std::size_t index, Endpoi
     return inspect(event.data[index], endpoint, event.name, event.readable_end);
 }
 
-BodyIdentity Inspector::body_identity(std::string_view body, Endpoint endpoint) {
-    BodyIdentity result;
-    if (!impl_->walk(body, endpoint, {}, nullptr) || !impl_->info.object) return result;
-    result.json_object = true;
-    for (std::string_view model : impl_->info.models()) result.models.emplace_back(model);
-    result.usage = impl_->info.usage;
+const BodyIdentity& Inspector::body_identity(std::string_view body, Endpoint endpoint) {
+    BodyIdentity& result = impl_->identity;
+    const bool object = impl_->walk(body, endpoint, {}, nullptr) && impl_->info.object;
+    const std::span<const std::string_view> models =
+        object ? impl_->info.models() : std::span<const std::string_view>();
+    // Resized, not cleared: the model strings kept from the last body are
+    // assigned over, so bodies naming as many models as the last one cost
+    // no allocation (issue 2).
+    result.models.resize(models.size());
+    for (std::size_t i = 0; i < models.size(); ++i) result.models[i].assign(models[i]);
+    result.json_object = object;
+    result.usage = object ? impl_->info.usage : Usage{};
     return result;
 }
 

@@ -179,7 +179,9 @@ public:
     // the tests that hold the two paths to the same results).
     bool last_line_took_fast_path() const;
 
-    BodyIdentity body_identity(std::string_view body, policy::Endpoint endpoint);
+    // The answer is the Inspector's own, valid until its next call; its
+    // strings keep their capacity from body to body (issue 2).
+    const BodyIdentity& body_identity(std::string_view body, policy::Endpoint endpoint);
     std::optional<policy::ProviderError> parse_error_body(std::string_view body);
 
 private:

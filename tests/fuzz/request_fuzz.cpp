@@ -246,6 +246,9 @@ void check_upstream_target(const config::Route& route, const Target& t) {
     }
     if (!query.empty()) want += "?" + query;
     MP_FUZZ_CHECK(upstream_target(route, t.path, t.query) == want);
+    std::string reused = "a longer target left over from an earlier request?q=" + std::string(t.path);
+    upstream_target(reused, route, t.path, t.query);
+    MP_FUZZ_CHECK(reused == want);
 }
 
 void check_headers(std::string_view line) {
@@ -266,8 +269,12 @@ void check_headers(std::string_view line) {
                        lname == "accept-encoding" || lname.starts_with("x-modelproxy-");
     bool named = false;
     for (const std::string& tok : tokens) named = named || tok == lname;
+    const ConnectionListed listed = connection_lists(value, name);
+    MP_FUZZ_CHECK((listed == ConnectionListed::yes) == named);
+    MP_FUZZ_CHECK(forward_response_header(name, listed) == forward_response_header(name, tokens));
     for (const CredentialRule rule : {CredentialRule{}, CredentialRule{"x-goog-api-key", "authorization"},
                                       CredentialRule{"authorization", "x-api-key"}}) {
+        MP_FUZZ_CHECK(forward_request_header(name, listed, rule) == forward_request_header(name, tokens, rule));
         if (!forward_request_header(name, tokens, rule)) continue;
         MP_FUZZ_CHECK_THAT(!owned && !named, "a hop-by-hop or proxy-owned request header is forwarded");
         MP_FUZZ_CHECK(rule.client_token_header.empty() || lname != rule.client_token_header);

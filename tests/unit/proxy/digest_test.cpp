@@ -2,6 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <thread>
+#include <vector>
+
 using modelproxy::proxy::payload_digest;
 using modelproxy::proxy::replay_matches;
 
@@ -30,4 +34,27 @@ TEST_CASE("the replay guard refuses a payload that changed after attempt 1", "[d
     CHECK_FALSE(replay_matches(first, "POST", "/v1/embeddings", R"({"model":"e","input":"y"})"));
     CHECK_FALSE(replay_matches(first, "POST", "/v1/embeddings?x=1", R"({"model":"e","input":"x"})"));
     CHECK_FALSE(replay_matches("sha256:", "POST", "/v1/embeddings", R"({"model":"e","input":"x"})"));
+}
+
+TEST_CASE("the digest is the same from call to call and on every thread", "[digest]") {
+    // Nothing of one digest may carry into the next (each thread reuses one
+    // hashing context): many in a row, interleaved with other payloads, on
+    // several threads at once, all give the known value.
+    const std::string known = "sha256:eddd36aa377c75b2cf6b105236749ded8b7888d76dfbb613b7019943050ddac4";
+    const auto run = [&](int rounds) {
+        int right = 0;
+        std::string out;
+        for (int i = 0; i < rounds; ++i) {
+            payload_digest(out, "POST", "/v1/embeddings", std::string(static_cast<std::size_t>(i), 'x'));
+            payload_digest(out, "POST", "/v1/chat/completions", "{}");
+            right += out == known ? 1 : 0;
+        }
+        return right;
+    };
+    std::vector<int> right(4, 0);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < right.size(); ++t) threads.emplace_back([&, t] { right[t] = run(200); });
+    for (std::thread& thread : threads) thread.join();
+    for (const int r : right) CHECK(r == 200);
+    CHECK(run(3) == 3);
 }

@@ -179,6 +179,10 @@ TEST_CASE("upstream_target composes base path, client path and both queries", "[
     route.query = params;
     CAPTURE(base, path, query);
     CHECK(upstream_target(route, path, query) == expected);
+    // Written into the plan's reused string: nothing of its last target stays.
+    std::string reused = "/left/over/from/an/earlier/request?with=a&long=query" + std::string(100, 'x');
+    upstream_target(reused, route, path, query);
+    CHECK(reused == expected);
 }
 
 // ------------------------------------------------------------------- JSON
@@ -434,6 +438,11 @@ TEST_CASE("body_kind reads the media type", "[request_rules]") {
         {" application/json ;charset=UTF-8", 2, BodyKind::json},
         {"application/merge-patch+json", 2, BodyKind::json},
         {"application/vnd.api+JSON", 2, BodyKind::json},
+        {"Application/Problem+Json", 2, BodyKind::json},
+        {"application/+json", 2, BodyKind::json},
+        {"application+json", 2, BodyKind::other},
+        {"Application/JSON5", 2, BodyKind::other},
+        {"\tapplication/json\t", 2, BodyKind::json},
         {"application/json", 0, BodyKind::none},
         {"multipart/form-data; boundary=x", 0, BodyKind::none},
         {"text/json", 2, BodyKind::other},
@@ -623,6 +632,29 @@ TEST_CASE("connection_tokens lists lower-case names", "[request_rules]") {
     CHECK(connection_tokens("") == Tokens{});
 }
 
+TEST_CASE("connection_lists reads the tokens in place, case-insensitively", "[request_rules]") {
+    auto [value, name, listed] = GENERATE(table<std::string, std::string, ConnectionListed>({
+        {"keep-alive, X-Foo", "x-foo", ConnectionListed::yes},
+        {"keep-alive, X-Foo", "X-FOO", ConnectionListed::yes},
+        {"keep-alive, X-Foo", "Keep-Alive", ConnectionListed::yes},
+        {" close ", "close", ConnectionListed::yes},
+        {",,a,, B ,", "b", ConnectionListed::yes},
+        {"a\t,\tb", "b", ConnectionListed::yes},
+        {"x-foo2", "x-foo", ConnectionListed::no},
+        {"x-fo", "x-foo", ConnectionListed::no},
+        {"x-foo x-bar", "x-foo", ConnectionListed::no},
+        {"", "", ConnectionListed::no},
+        {", ,", "", ConnectionListed::no},
+        {"", "close", ConnectionListed::no},
+    }));
+    CAPTURE(value, name);
+    CHECK(connection_lists(value, name) == listed);
+    // The same answer as the collected, lower-cased tokens give.
+    bool in_tokens = false;
+    for (const std::string& token : connection_tokens(value)) in_tokens = in_tokens || iequals(token, name);
+    CHECK(in_tokens == (listed == ConnectionListed::yes));
+}
+
 TEST_CASE("is_client_credential and is_modelproxy_header", "[request_rules]") {
     CHECK(is_client_credential("Authorization"));
     CHECK(is_client_credential("X-Api-Key"));
@@ -674,6 +706,8 @@ TEST_CASE("forward_request_header", "[request_rules]") {
     }));
     CAPTURE(name, rule.injected_key_header, rule.client_token_header);
     CHECK(forward_request_header(name, tokens, rule) == forwarded);
+    // The same decision from the Connection value read in place.
+    CHECK(forward_request_header(name, connection_lists("X-Named, keep-alive", name), rule) == forwarded);
 }
 
 TEST_CASE("forward_response_header", "[request_rules]") {
@@ -696,6 +730,7 @@ TEST_CASE("forward_response_header", "[request_rules]") {
     }));
     CAPTURE(name);
     CHECK(forward_response_header(name, tokens) == forwarded);
+    CHECK(forward_response_header(name, connection_lists("x-Named", name)) == forwarded);
 }
 
 // ------------------------------------------------------------ client tokens

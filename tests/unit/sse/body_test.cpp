@@ -95,3 +95,34 @@ TEST_CASE("body identity: not an object") {
     CHECK_FALSE(body_identity("data: {}\n\n", Endpoint::chat_completions).json_object);
     CHECK_FALSE(body_identity(R"({"model":"m"} trailing)", Endpoint::chat_completions).json_object);
 }
+
+TEST_CASE("body identity: one Inspector, body after body, answers each body alone") {
+    // The worker's Inspector answers into storage it reuses (issue 2): no
+    // model, flag or usage of an earlier body may show in a later answer.
+    modelproxy::sse::Inspector inspector;
+    using Models = std::vector<std::string>;
+    const std::string two = R"({"model":"gpt-4o-2024-08-06","response":{"model":"gpt-4o-mini-2024-07-18"}})";
+    const std::string one_with_usage = R"({"model":"gpt-4o-mini-2024-07-18","usage":{"total_tokens":7}})";
+    const std::string short_model = R"({"model":"o3"})";
+
+    const auto* first = &inspector.body_identity(two, Endpoint::responses);
+    CHECK(first->json_object);
+    CHECK(first->models == Models{"gpt-4o-2024-08-06", "gpt-4o-mini-2024-07-18"});
+    CHECK_FALSE(first->usage.present());
+
+    const auto& second = inspector.body_identity(one_with_usage, Endpoint::chat_completions);
+    CHECK(second.models == Models{"gpt-4o-mini-2024-07-18"});
+    CHECK(second.usage.total_tokens == 7u);
+
+    const auto& third = inspector.body_identity(R"(["gpt-4o"])", Endpoint::chat_completions);
+    CHECK_FALSE(third.json_object);
+    CHECK(third.models.empty());
+    CHECK_FALSE(third.usage.present());
+
+    const auto& fourth = inspector.body_identity(short_model, Endpoint::chat_completions);
+    CHECK(fourth.json_object);
+    CHECK(fourth.models == Models{"o3"});
+
+    CHECK(inspector.body_identity(R"({"id":"c"})", Endpoint::chat_completions).models.empty());
+    CHECK(inspector.body_identity(two, Endpoint::responses).models == body_identity(two, Endpoint::responses).models);
+}

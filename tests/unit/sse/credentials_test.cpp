@@ -5,9 +5,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <hs/hs.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using modelproxy::policy::Endpoint;
@@ -435,4 +440,128 @@ TEST_CASE("credentials: a secret split across two events' answer text, through t
     CHECK(scan.feed_answer_text(inspector.inspect(second, endpoint).answer_fragments) ==
           CredentialVerdict::credential_in_response);
     CHECK(scan.matched_rule() == "default sk- key");
+}
+
+// ---- reuse of the thread's scratch and streams (issue 2) -----------------------
+
+TEST_CASE("credentials: a new stream scan never continues a dropped one's partial match", "[credentials]") {
+    // A dropped scan's streams are reset and kept for the next scan on the
+    // thread: half a key fed before the drop must not complete with the
+    // other half fed after it, in the raw bytes or an answer text.
+    const CredentialScanner scanner = make({"key-0123456789abcdef"});
+    for (int round = 0; round < 3; ++round) {
+        {
+            StreamScan dropped = scanner.stream_scan();
+            CHECK(dropped.feed_bytes("data: key-01234") == CredentialVerdict::clean);
+            CHECK(dropped.feed_answer_text(std::vector<AnswerFragment>{{AnswerTextKey{}, "key-01234"}}) ==
+                  CredentialVerdict::clean);
+        }
+        StreamScan next = scanner.stream_scan();
+        CHECK(next.feed_bytes("56789abcdef") == CredentialVerdict::clean);
+        CHECK(next.feed_answer_text(std::vector<AnswerFragment>{{AnswerTextKey{}, "56789abcdef"}}) ==
+              CredentialVerdict::clean);
+        CHECK(next.finish() == CredentialVerdict::clean);
+        // ...and still finds a whole key.
+        CHECK(refused_at(scanner, {chunk("the key-0123456789abcdef")}) == 0);
+    }
+}
+
+TEST_CASE("credentials: a pattern anchored at the end, scan after scan", "[credentials]") {
+    // finish() reports end-of-stream matches and keeps the streams for the
+    // next scan; each later scan must report them again.
+    const CredentialScanner scanner = make({}, {"tail-[0-9]+$"}, false);
+    for (int round = 0; round < 3; ++round) {
+        StreamScan scan = scanner.stream_scan();
+        CHECK(scan.feed_bytes("data: tail-12") == CredentialVerdict::clean);
+        CHECK(scan.finish() == CredentialVerdict::credential_in_response);
+        CHECK(scan.matched_rule() == "boundary.secret_patterns[0]");
+        scan.reset();
+        CHECK(scan.feed_bytes("data: tail-12 and more") == CredentialVerdict::clean);
+        CHECK(scan.finish() == CredentialVerdict::clean);
+    }
+}
+
+TEST_CASE("credentials: scans of two configs interleaved on one thread", "[credentials]") {
+    // A reload builds new databases while scans of the old ones still run on
+    // the same worker thread: its one scratch must serve both, and kept
+    // streams must never cross from one config to the other.
+    const CredentialScanner small = make({"old-key-0001"}, {}, false);
+    const CredentialScanner large = make({"new-key-0002"}, {"custom-[a-z]{8}", "^begin-[0-9]+"}, true);
+    for (int round = 0; round < 3; ++round) {
+        StreamScan old_stream = small.stream_scan();
+        StreamScan new_stream = large.stream_scan();
+        CHECK(old_stream.feed_bytes("data: new-key-0002 " + sk) == CredentialVerdict::clean);
+        CHECK(new_stream.feed_bytes("data: old-key-0001 custom-") == CredentialVerdict::clean);
+        CHECK(small.contains_secret("old-key-0001"));
+        CHECK_FALSE(small.contains_secret("new-key-0002 custom-abcdefgh " + sk));
+        CHECK(large.contains_secret("custom-abcdefgh"));
+        CHECK(large.contains_secret(sk));
+        CHECK_FALSE(large.contains_secret("old-key-0001"));
+        CHECK(new_stream.feed_bytes("abcdefgh") == CredentialVerdict::credential_in_response);
+        CHECK(old_stream.feed_bytes("old-key-") == CredentialVerdict::clean);
+        CHECK(old_stream.feed_bytes("0001") == CredentialVerdict::credential_in_response);
+        CHECK(refused_at(small, {chunk("old-key-"), chunk("0001")}) == 1);
+        CHECK(refused_at(large, {chunk("sk-proj-"), chunk(chars40)}) == 1);
+    }
+}
+
+TEST_CASE("credentials: scans on several threads at once", "[credentials]") {
+    // Each thread has its own scratch and kept streams; none is shared.
+    const CredentialScanner scanner = make({"thread-key-123"});
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            for (int i = 0; i < 100; ++i) {
+                if (!scanner.contains_secret("x thread-key-123 y") || scanner.contains_secret("thread-key-12"))
+                    ++wrong;
+                StreamScan scan = scanner.stream_scan();
+                scan.feed_bytes("thread-key-");
+                if (scan.feed_bytes("123") != CredentialVerdict::credential_in_response) ++wrong;
+                StreamScan clean = scanner.stream_scan();
+                clean.feed_bytes("123 thread-key-");
+                if (clean.finish() != CredentialVerdict::clean) ++wrong;
+            }
+        });
+    }
+    for (std::thread& thread : threads) thread.join();
+    CHECK(wrong == 0);
+}
+
+namespace {
+
+std::atomic<int> vectorscan_allocations{0};
+void* counting_malloc(std::size_t size) {
+    ++vectorscan_allocations;
+    return std::malloc(size);
+}
+void plain_free(void* pointer) { std::free(pointer); }
+
+}  // namespace
+
+TEST_CASE("credentials: body and stream scans allocate nothing once the thread is warm", "[credentials]") {
+    // Issue 2: no heap allocation per body or per stream. Vectorscan's own
+    // allocators are counted (scratch and stream state); the first scans
+    // size the thread's scratch and fill its kept streams.
+    const CredentialScanner scanner = make({"warm-key-0001"}, {"tail-[0-9]+$"}, true);
+    const auto one_turn = [&] {
+        CHECK_FALSE(scanner.contains_secret(R"({"model":"gpt-4o","choices":[{"message":{"content":"hi"}}]})"));
+        StreamScan scan = scanner.stream_scan();
+        Inspector inspector;
+        for (const std::string& line : {chunk("Hello"), chunk(" world", 1), chunk("!")}) {
+            scan.feed_bytes("data: " + line + "\n\n");
+            scan.feed_answer_text(inspector.inspect(line, Endpoint::chat_completions).answer_fragments);
+        }
+        CHECK(scan.finish() == CredentialVerdict::clean);
+    };
+    one_turn();
+    one_turn();
+    hs_set_scratch_allocator(counting_malloc, plain_free);
+    hs_set_stream_allocator(counting_malloc, plain_free);
+    vectorscan_allocations = 0;
+    for (int i = 0; i < 20; ++i) one_turn();
+    const int counted = vectorscan_allocations;
+    hs_set_scratch_allocator(nullptr, nullptr);
+    hs_set_stream_allocator(nullptr, nullptr);
+    CHECK(counted == 0);
 }
