@@ -9,8 +9,8 @@
 
 #include "policy/endpoint.hpp"
 #include "proxy/server.hpp"
+#include "proxy/stream_relay.hpp"
 #include "sse/identity.hpp"
-#include "sse/reader.hpp"
 #include "transport/recycling.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -48,30 +48,22 @@ struct ForwardPlan {
 
     // Scratch of the turn, here rather than in the turn so that its
     // capacity is reused: the upstream's whole (non-stream) body, the
-    // payload digest, the head of the answer to the client, and a stream's
-    // held events, outgoing chunk and last upstream read.
+    // payload digest, the head of the answer to the client, and a stream
+    // attempt's relay state (its reader, held events, outgoing chunk and
+    // last upstream read).
     std::string answer_body;
     std::string digest;
     std::string head_text;
-    std::string stream_held;
-    std::string stream_out;
-    std::string stream_piece;
-    // A stream attempt's SSE reader, reset per attempt (its buffers kept).
-    sse::Reader stream_reader;
+    StreamRelay stream;
 
     // Every field back to its default for the next request. The strings and
     // the identity rule keep their capacity (issue 2: a reused plan costs no
     // allocation); clear() then set_identity() builds over the last rule.
     void clear();
     sse::IdentityRule& set_identity();
-    // A stream attempt's identity check under `*identity` (set), reset: one
-    // object reused from attempt to attempt, so its cached model keeps its
-    // storage (issue 2).
-    sse::StreamIdentity& stream_identity();
 
 private:
     sse::IdentityRule spare_identity_;  // the last rule's storage while identity is nullopt
-    std::optional<sse::StreamIdentity> stream_identity_;
 };
 
 namespace beast = boost::beast;

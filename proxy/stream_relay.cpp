@@ -1,0 +1,399 @@
+// A stream attempt's relay (SPEC section 7) and the head hold ticker.
+//
+// stream_attempt is a short coroutine: it reads, and writes what the plain
+// relay_* functions ask for. They do the work of each read on the plan's
+// StreamRelay, so that no big local lives in the coroutine frame (issue 2:
+// Asio recycles frames of up to 1020 bytes only).
+#include "proxy/stream_relay.hpp"
+
+#include "policy/classify.hpp"
+#include "proxy/response_head.hpp"
+#include "proxy/turn_run.hpp"
+#include "sse/end_rule.hpp"
+#include "sse/inspect.hpp"
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+namespace modelproxy::proxy {
+
+using transport::Fault;
+
+void StreamRelay::start(bool stream_rules, const sse::IdentityRule* identity_rule,
+                        const sse::CredentialScanner* scanner) {
+    reader.reset();
+    held.clear();
+    out.clear();
+    piece.clear();
+    rules = stream_rules;
+    saw_done = saw_end = saw_finish = saw_event = false;
+    error_event.reset();
+    started = std::chrono::steady_clock::now();
+    identity = nullptr;
+    if (identity_rule) {
+        if (identity_) {
+            identity_->reset(*identity_rule);
+        } else {
+            identity_.emplace(*identity_rule);
+        }
+        identity = &*identity_;
+    }
+    if (scanner) secrets.emplace(scanner->stream_scan());
+}
+
+void StreamRelay::clear() {
+    held.clear();
+    out.clear();
+    piece.clear();
+}
+
+// SPEC section 7's head hold limit: a stream turn that has published nothing
+// after stream_head_hold_ms (waits and throttles included) publishes its head
+// and then a `: keep-alive` comment every 10 s, so load balancers and client
+// header timeouts do not cut it. Events stay held: a replay is still
+// invisible until answer text. Never completes by itself (it is one side of
+// run_turn's race); it goes quiet once answer text is out or the turn ends.
+asio::awaitable<void> TurnRun::hold_ticker() {
+    co_await asio::this_coro::throw_if_cancelled(false);
+    asio::steady_timer timer(client_.get_executor());
+    if (plan_.wants_stream) {
+        timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
+        auto [ec] = co_await timer.async_wait(use_tuple);
+        if (!ec && !head_out_ && !ending_) {
+            head_out_ = true;
+            ResponseHead head(200);
+            head.add("content-type", "text/event-stream");
+            head.add("cache-control", "no-cache");
+            head.add_modelproxy(attempts_, plan_.request_id);
+            head.chunked();
+            if (!keep_alive()) head.add("connection", "close");
+            std::string text = head.finish();
+            published_ = true;
+            bool ok = co_await write(text);
+            while (ok && !answering_ && !ending_) {
+                ok = co_await write_chunk(": keep-alive\n\n");
+                if (co_await cut()) co_return;
+                timer.expires_after(std::chrono::seconds(10));
+                auto [tec] = co_await timer.async_wait(use_tuple);
+                if (tec) break;
+            }
+        }
+    }
+    // A wait started after the race's cancellation is never cancelled: check
+    // first, or the turn would never end.
+    if (co_await cut()) co_return;
+    timer.expires_at(asio::steady_timer::time_point::max());
+    co_await timer.async_wait(use_tuple);
+}
+
+asio::awaitable<bool> TurnRun::run_with_ticker() {
+    using namespace boost::asio::experimental::awaitable_operators;
+    co_await asio::this_coro::throw_if_cancelled(false);
+    if (!plan_.wants_stream) co_return co_await run();
+    auto result = co_await (run() || hold_ticker());
+    co_return result.index() == 0 && std::get<0>(result);  // the ticker never ends by itself
+}
+
+// The first answer text (or a complete stream without any): the head, unless
+// the hold limit already sent one, then every held event.
+asio::awaitable<bool> TurnRun::publish_stream(transport::Exchange& ex) {
+    if (!first_byte_at_) first_byte_at_ = Clock::now();
+    if (!head_out_) {
+        head_out_ = true;
+        ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
+        head.copy_upstream(ex.head());
+        head.add_modelproxy(attempts_, plan_.request_id);
+        head.chunked();
+        if (!keep_alive()) head.add("connection", "close");
+        plan_.head_text = head.finish();
+        published_ = true;
+        if (!co_await write(plan_.head_text)) co_return false;
+    }
+    co_return co_await write_chunk(plan_.stream.held);
+}
+
+// Ends the client stream after publication, as plan_.stream.close says: the
+// checked events of this read and the closing error event in one chunk, then
+// the last chunk.
+asio::awaitable<TurnRun::StreamEnd> TurnRun::close_published() {
+    StreamRelay& relay = plan_.stream;
+    const StreamRelay::Close& close = relay.close;
+    if (!close.forwarded_error) {
+        relay.out += closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code, 502,
+                                         policy::to_string(close.classification.cls), "terminal", "", attempts_);
+    }
+    if (!co_await write_chunk(relay.out)) co_return StreamEnd{true, false};
+    relay.out.clear();
+    record_attempt_and_turn(200, "terminal", close.outcome, 200, &close.classification, close.code);
+    const bool ok = co_await write("0\r\n\r\n");
+    co_return StreamEnd{true, ok && keep_alive()};
+}
+
+// SPEC section 7. The head and the events before the first answer text are
+// held; a retryable failure before then is replayed invisibly (the held bytes
+// are dropped). After the first answer text every event is forwarded as it
+// completes, and a break ends the client stream with one closing error event,
+// never a [DONE]. Nothing after [DONE] is forwarded.
+asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
+    transport::Exchange& ex = *a.exchange;
+    StreamRelay& relay = start_relay();
+    // The relay's end, however the attempt ends (the credential scan's
+    // streams go back to the thread's spares).
+    struct End {
+        StreamRelay& relay;
+        ~End() { relay.end(); }
+    } end{relay};
+    // The stream's `usage` (section 10's token counts), counted when this
+    // attempt's relay ends, however it ends.
+    metrics::UsageTally usage(worker_.counters(slot_));
+    for (;;) {
+        relay.piece.clear();
+        bool done = false;
+        const ReadLimit limit = read_limit();
+        const Fault fault = co_await ex.read_some(relay.piece, done, limit.until, limit.on_timeout);
+        if (co_await cut()) co_return StreamEnd{true, false};
+        RelayStep step = relay_read(done, fault, failed, usage);
+        while (step == RelayStep::publish) {
+            if (!co_await publish_stream(ex)) co_return StreamEnd{true, false};
+            relay.held.clear();
+            answering_ = true;
+            step = relay_events(fault != Fault::none, failed, usage);
+        }
+        if (step == RelayStep::read_on) {
+            if (!relay.out.empty()) {
+                if (!co_await write_chunk(relay.out)) co_return StreamEnd{true, false};
+                relay.out.clear();
+            }
+            step = relay_end(fault, done, limit.capped, failed);
+        }
+        switch (step) {
+            case RelayStep::read_on:
+            case RelayStep::publish:  // not after relay_end
+                continue;
+            case RelayStep::close:
+                co_return co_await close_published();
+            case RelayStep::fail:
+                co_return StreamEnd{};
+            case RelayStep::held_error:  // the upstream answer goes with it
+                failed.attempt = std::move(a);
+                co_return StreamEnd{};
+            case RelayStep::complete:
+                break;
+        }
+        if (!answering_) {
+            if (!co_await publish_stream(ex)) co_return StreamEnd{true, false};
+        }
+        record_attempt_and_turn(200, "ok", "ok", 200, nullptr, "");
+        if (ex.reusable()) give_back(a);
+        const bool ok = co_await write("0\r\n\r\n");
+        co_return StreamEnd{true, ok && keep_alive()};
+    }
+}
+
+StreamRelay& TurnRun::start_relay() {
+    const bool rules = route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
+    const sse::IdentityRule* identity = rules && plan_.identity ? &*plan_.identity : nullptr;
+    plan_.stream.start(rules, identity, plan_.runtime->secrets ? &*plan_.runtime->secrets : nullptr);
+    return plan_.stream;
+}
+
+// Before publication the turn deadline bounds the wait too; after it, only
+// stream_idle_timeout_ms and max_stream_ms end a stream.
+TurnRun::ReadLimit TurnRun::read_limit() const {
+    ReadLimit limit{Clock::now() + std::chrono::milliseconds(route_.stream_idle_timeout_ms)};
+    if (!answering_ && plan_.deadline < limit.until) {
+        limit.until = plan_.deadline;
+        limit.on_timeout = Fault::deadline;
+    }
+    if (answering_ && route_.max_stream_ms > 0) {
+        auto cap = plan_.stream.started + std::chrono::milliseconds(route_.max_stream_ms);
+        if (cap < limit.until) {
+            limit.until = cap;
+            limit.capped = true;
+        }
+    }
+    return limit;
+}
+
+RelayStep TurnRun::relay_read(bool done, Fault fault, Failed& failed, metrics::UsageTally& usage) {
+    sse::Reader& reader = plan_.stream.reader;
+    if (!plan_.stream.piece.empty()) reader.feed(plan_.stream.piece);
+    if (done || fault != Fault::none) reader.finish();
+    return relay_events(fault != Fault::none, failed, usage);
+}
+
+RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTally& usage) {
+    StreamRelay& r = plan_.stream;
+    sse::Inspector& inspector = worker_.inspector();
+    while (const sse::Event* event = r.reader.next()) {
+        if (!sse::event_counts(*event, at_fault)) continue;
+        // Section 8's credential scan: the raw bytes here, then each data
+        // line's answer text from the one Inspector walk the other checks use.
+        const auto credential_refusal = [&] {
+            failed = refusal("credential", "credential_in_response",
+                             "the upstream stream carried credential material", policy::ErrorClass::credential);
+            return refuse_in_stream(failed);
+        };
+        const auto leaked = [&](const sse::DataInfo& info) {
+            return r.secrets && r.secrets->feed_answer_text(info.answer_fragments) ==
+                                    sse::CredentialVerdict::credential_in_response;
+        };
+        if (r.secrets && r.secrets->feed_bytes(event->raw) == sse::CredentialVerdict::credential_in_response)
+            return credential_refusal();
+        if (r.saw_done) {
+            // Read for section 8 (credentials, identity), never forwarded.
+            bool leak = false, foreign = false;
+            for (std::size_t i = 0; (r.secrets || r.identity) && i < event->data.size(); ++i) {
+                const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                leak = leak || leaked(info);
+                foreign = foreign || (r.identity && sse::refused(r.identity->on_line(info)));
+            }
+            if (leak) return credential_refusal();
+            if (foreign) {
+                failed = refusal("model-identity", "model_identity_mismatch",
+                                 "the upstream stream carried a model this route does not accept after [DONE]",
+                                 policy::ErrorClass::identity);
+                return refuse_in_stream(failed);
+            }
+            continue;
+        }
+        bool answer = false, event_error = false, done_here = false;
+        policy::ProviderError declared;
+        for (std::size_t i = 0; i < event->data.size(); ++i) {
+            const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+            if (leaked(info)) return credential_refusal();
+            usage.see(info.usage);
+            if (r.identity && sse::refused(r.identity->on_line(info))) {
+                failed = refusal("model-identity", "model_identity_mismatch",
+                                 "the upstream stream carried a model this route does not accept",
+                                 policy::ErrorClass::identity);
+                return refuse_in_stream(failed);
+            }
+            if (info.kind == sse::DataKind::done) {
+                done_here = true;
+                continue;
+            }
+            if (info.kind == sse::DataKind::unparseable && r.rules) {
+                // SPEC section 7: every data line must parse on its own.
+                policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
+                                         "unparseable-event"};
+                if (answering_) return close_with(c, "unparseable_event", false, "refused");
+                failed.classification = c;
+                failed.code = "unparseable_event";
+                failed.message = "the upstream stream carried a data line that is not JSON";
+                failed.refusal = true;
+                return RelayStep::fail;
+            }
+            r.saw_event = true;
+            if (info.structured_error) {
+                event_error = true;
+                declared = info.error;
+            }
+            if (info.answer_text) answer = true;
+            if (info.end_marker) r.saw_end = true;
+            if (info.finish_reason) r.saw_finish = true;
+        }
+        if (!event->data.empty()) r.saw_event = true;
+
+        if (answering_) {
+            if (event_error) {
+                // Forwarded as it is; it ends the client stream.
+                r.out += event->raw;
+                return close_with(policy::classify_error_event(declared, plan_.endpoint), "upstream_error_event", true);
+            }
+            r.out += event->raw;
+            if (done_here) r.saw_done = true;
+            continue;
+        }
+        if (event_error && !r.error_event) r.error_event = declared;
+        r.held.append(event->raw);
+        if (static_cast<std::int64_t>(r.held.size()) > limits_.max_response_body_bytes) {
+            failed.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none,
+                                     "response-too-large"};
+            failed.code = "response_too_large";
+            failed.message = "the upstream stream held more than max_response_body_bytes before answer text";
+            failed.refusal = true;
+            return RelayStep::fail;
+        }
+        if (done_here) r.saw_done = true;
+        // The first answer text: publish the head and everything held.
+        if (answer && !r.error_event) return RelayStep::publish;
+    }
+    return RelayStep::read_on;
+}
+
+RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed) {
+    StreamRelay& r = plan_.stream;
+    if (fault != Fault::none) {
+        if (answering_) {
+            auto c = capped ? policy::Classification{policy::ErrorClass::stream_incomplete, false,
+                                                     policy::TimeoutSource::none, "max-stream-ms"}
+                            : policy::classify(transport_of(fault), plan_.endpoint);
+            return close_with(c, "stream_incomplete", false);
+        }
+        if (r.error_event) return error_event_ends(failed);
+        failed = transport_failure(fault);
+        return RelayStep::fail;
+    }
+    if (!done) return RelayStep::read_on;
+
+    // The upstream stream ended cleanly.
+    if (r.identity && sse::refused(r.identity->finish())) {
+        failed = refusal("model-identity", "model_identity_mismatch",
+                         "the upstream stream never named an accepted model", policy::ErrorClass::identity);
+        return refuse_in_stream(failed);
+    }
+    if (r.secrets && r.secrets->finish() == sse::CredentialVerdict::credential_in_response) {
+        failed = refusal("credential", "credential_in_response", "the upstream stream carried credential material",
+                         policy::ErrorClass::credential);
+        return refuse_in_stream(failed);
+    }
+    const bool complete = sse::stream_complete(plan_.endpoint, r.rules, {r.saw_done, r.saw_end, r.saw_finish});
+    if (answering_) {
+        if (complete) return RelayStep::complete;
+        return close_with(policy::classify_stream_incomplete(plan_.endpoint), "stream_incomplete", false);
+    }
+    if (!r.saw_event && !r.error_event) {
+        // SPEC section 8: a 200 stream with no event at all is refused.
+        failed.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "empty-stream"};
+        failed.code = "empty_stream";
+        failed.message = "the upstream answered 200 with a stream that carried no event";
+        failed.refusal = true;
+        return RelayStep::fail;
+    }
+    // A complete stream with no answer text (e.g. an empty reply): a success.
+    if (!r.error_event && complete) return RelayStep::complete;
+    if (!r.error_event) {
+        failed.classification = policy::classify_stream_incomplete(plan_.endpoint);
+        failed.code = "stream_incomplete";
+        failed.message = "the upstream stream ended before its end marker";
+        return RelayStep::fail;
+    }
+    return error_event_ends(failed);
+}
+
+// A structured error event before any answer text: classified by section 7;
+// a retryable one is replayed, a terminal one (or the last) is passed on as
+// the 200 stream holding it.
+RelayStep TurnRun::error_event_ends(Failed& failed) {
+    StreamRelay& r = plan_.stream;
+    failed.classification = policy::classify_error_event(*r.error_event, plan_.endpoint);
+    failed.code = "upstream_error_event";
+    failed.held_stream = std::move(r.held);
+    return RelayStep::held_error;
+}
+
+// A section 8 refusal inside the stream, already in `failed`: before
+// publication a 502 with its code; after it, the refused event is not
+// forwarded and the stream ends with the closing error event.
+RelayStep TurnRun::refuse_in_stream(const Failed& failed) {
+    if (answering_) return close_with(failed.classification, failed.code, false, "refused");
+    return RelayStep::fail;
+}
+
+RelayStep TurnRun::close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
+                              std::string_view outcome) {
+    plan_.stream.close = StreamRelay::Close{c, code, forwarded_error, outcome};
+    return RelayStep::close;
+}
+
+}  // namespace modelproxy::proxy

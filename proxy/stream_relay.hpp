@@ -1,0 +1,81 @@
+// A stream attempt's relay state (SPEC section 7), kept out of the coroutine
+// that waits on the upstream reads: Asio recycles coroutine frames of up to
+// 1020 bytes only, and a bigger frame costs a heap allocation per stream
+// (issue 2). One StreamRelay lives in each request slot's ForwardPlan and is
+// reused from attempt to attempt, so its buffers keep their capacity.
+// TurnRun::stream_attempt (stream_relay.cpp) waits; TurnRun's plain relay_*
+// functions do the work of each read on this state and say what to wait for
+// next as a RelayStep.
+#pragma once
+
+#include "policy/classify.hpp"
+#include "policy/provider_error.hpp"
+#include "sse/credentials.hpp"
+#include "sse/identity.hpp"
+#include "sse/reader.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace modelproxy::proxy {
+
+// What the relay asks of the stream attempt's coroutine after the work of
+// one upstream read.
+enum class RelayStep {
+    read_on,     // nothing to stop for: write `out`, then read on (or end the stream)
+    publish,     // the first answer text: publish the head and the held events, then relay on
+    close,       // after publication: end the client stream as `close` says
+    fail,        // before publication: the attempt's failure says why; the decision loop decides
+    held_error,  // a structured error event before answer text: the failure holds it and the held stream
+    complete,    // the upstream stream ended complete: (publish and) end the client stream
+};
+
+struct StreamRelay {
+    // How a close step ends the client stream after publication: the
+    // closing error event (or nothing more when the upstream's own error
+    // event was forwarded), recorded with `outcome` (refused for a section 8
+    // refusal, else terminal).
+    struct Close {
+        policy::Classification classification;
+        std::string_view code;  // static text, or the attempt failure's code
+        bool forwarded_error = false;
+        std::string_view outcome = "terminal";
+    };
+
+    sse::Reader reader;
+    std::string held;   // raw bytes of the events held so far
+    // After publication, the checked events of one upstream read, sent as one
+    // chunk in one write: one syscall per read, not per event, and no event
+    // waits for anything but the read it came in.
+    std::string out;
+    std::string piece;  // the last upstream read
+
+    // One attempt's state, set by start().
+    bool rules = false;                       // the section 7/8 stream rules apply (not generic)
+    sse::StreamIdentity* identity = nullptr;  // the model identity check, when the turn has one
+    std::optional<sse::StreamScan> secrets;   // the credential scan, while an attempt relays
+    bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
+    std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
+    std::chrono::steady_clock::time_point started;
+    Close close;
+
+    // A fresh attempt: buffers emptied (capacity kept), flags reset, the
+    // identity check under `identity_rule` (when set) and a credential scan
+    // from `scanner` (when set).
+    void start(bool stream_rules, const sse::IdentityRule* identity_rule, const sse::CredentialScanner* scanner);
+    // The attempt's relay is over, however it ended: its credential scan
+    // gives its Vectorscan streams back to the thread's spares.
+    void end() { secrets.reset(); }
+    // Empty for the next request, capacity kept (RequestSlot::clear
+    // releases what one large stream grew).
+    void clear();
+
+private:
+    // One object reused from attempt to attempt, so its cached model keeps
+    // its storage (issue 2).
+    std::optional<sse::StreamIdentity> identity_;
+};
+
+}  // namespace modelproxy::proxy

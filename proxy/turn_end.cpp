@@ -1,0 +1,315 @@
+// How a turn ends: its answers to the client (success, the upstream's
+// failure, the section 9 envelope, the drain limit), its records, and the
+// client writes every answer goes through.
+#include "proxy/local_answers.hpp"
+#include "proxy/response_head.hpp"
+#include "proxy/turn_run.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <array>
+#include <cstdio>
+
+namespace modelproxy::proxy {
+
+std::string closing_error_event(policy::Endpoint endpoint, std::string_view message, std::string_view type,
+                                int code, std::string_view error_class, std::string_view decision,
+                                std::string_view bound, int attempts) {
+    boost::json::object error;
+    if (endpoint == policy::Endpoint::messages) {
+        error["type"] = "api_error";
+        error["message"] = message;
+        boost::json::object event;
+        event["type"] = "error";
+        event["error"] = std::move(error);
+        return "event: error\ndata: " + boost::json::serialize(event) + "\n\n";
+    }
+    error["type"] = type;
+    error["code"] = code;
+    error["message"] = message;
+    error["class"] = error_class;
+    error["decision"] = decision;
+    if (bound.empty()) {
+        error["bound"] = nullptr;
+    } else {
+        error["bound"] = bound;
+    }
+    error["attempts"] = attempts;
+    boost::json::object event;
+    event["error"] = std::move(error);
+    return "data: " + boost::json::serialize(event) + "\n\n";
+}
+
+// The turn and the hold ticker both write to the client: one write at a
+// time, whole, so their bytes never interleave.
+asio::awaitable<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c) {
+    while (writing_) {
+        write_gate_.expires_at(asio::steady_timer::time_point::max());
+        co_await write_gate_.async_wait(use_tuple);
+        if (co_await cut()) co_return false;
+    }
+    if (client_gone_) co_return false;
+    writing_ = true;
+    std::array<asio::const_buffer, 3> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c)};
+    auto [ec, n] = co_await asio::async_write(client_, buffers, use_tuple);
+    writing_ = false;
+    write_gate_.cancel();
+    if (ec) client_gone_ = true;
+    co_return !ec;
+}
+
+asio::awaitable<bool> TurnRun::write_chunk(std::string_view data) {
+    if (data.empty()) co_return true;
+    char size[24];
+    int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    co_return co_await write(std::string_view(size, len), data, "\r\n");
+}
+
+AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::Classification* c,
+                                      std::string_view code, std::string_view decision,
+                                      std::int64_t delay_ms) const {
+    AttemptRecord r;
+    r.request_id = plan_.request_id;
+    r.route = route_.name;
+    r.model = plan_.client_model;
+    r.attempt = attempts_;
+    r.status = status;
+    if (c) {
+        r.error_class = policy::to_string(c->cls);
+        r.rule = c->rule;
+        if (c->timeout_source != policy::TimeoutSource::none) r.timeout_source = policy::to_string(c->timeout_source);
+    } else {
+        r.rule = "success";
+    }
+    r.code = code;
+    r.decision = decision;
+    r.delay_ms = delay_ms;
+    r.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan_.deadline));
+    r.digest = digest_;
+    return r;
+}
+
+TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> status,
+                                const policy::Classification* c, std::string_view code,
+                                std::string_view bound) const {
+    TurnRecord r;
+    r.request_id = plan_.request_id;
+    r.route = route_.name;
+    r.model = plan_.client_model;
+    r.attempts = attempts_;
+    r.outcome = outcome;
+    if (c) r.error_class = policy::to_string(c->cls);
+    r.code = code;
+    r.bound = bound;
+    r.status = status;
+    r.stream = plan_.wants_stream;
+    r.published = published_;
+    r.duration_ms = ms_between(plan_.started, Clock::now());
+    if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
+    return r;
+}
+
+void TurnRun::record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                             std::string_view decision, std::int64_t delay_ms) {
+    worker_.write_attempt(slot_, attempt_record(status, c, code, decision, delay_ms),
+                          ms_between(attempt_started_, Clock::now()));
+}
+
+void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                          std::string_view code, std::string_view bound) {
+    recorded_ = true;
+    worker_.write_turn(slot_, turn_record(outcome, status, c, code, bound));
+}
+
+void TurnRun::record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
+                                      std::string_view outcome, std::optional<int> status,
+                                      const policy::Classification* c, std::string_view code) {
+    recorded_ = true;
+    worker_.write_attempt_and_turn(slot_, attempt_record(attempt_status, c, code, decision, 0),
+                                   ms_between(attempt_started_, Clock::now()),
+                                   turn_record(outcome, status, c, code, ""));
+}
+
+// The drain limit ended the turn (SPEC section 11). A stream whose head is
+// out ends with the closing error event; a turn that published nothing gets
+// a 503 envelope. Either way the connection closes.
+asio::awaitable<void> TurnRun::end_at_drain_limit() {
+    policy::Classification c{policy::ErrorClass::cancelled, false, policy::TimeoutSource::none, "drain-limit"};
+    record_attempt_and_turn(std::nullopt, "cancelled", "cancelled", head_out_ ? 200 : 503, &c, "drain_limit");
+    if (client_gone_ || writing_) co_return;
+    if (head_out_) {
+        std::string event = closing_error_event(plan_.endpoint, "the proxy is shutting down and its drain limit passed",
+                                                "stream_incomplete", 502, "cancelled", "terminal", "", attempts_);
+        if (co_await write_chunk(event)) co_await write("0\r\n\r\n");
+        co_return;
+    }
+    EnvelopeDetails details;
+    details.error_class = "cancelled";
+    details.attempts = attempts_;
+    details.decision = "terminal";
+    std::string body = error_envelope("the proxy is shutting down and its drain limit passed", modelproxy_error_type,
+                                      "drain_limit", details);
+    ResponseHead head(503);
+    head.add("content-type", "application/json");
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.add("x-should-retry", "false");
+    head.add("connection", "close");
+    head.content_length(body.size());
+    std::string text = head.finish();
+    co_await write(text, body);
+}
+
+// The turn ends on `failed`. The work is end_answer's; this coroutine only
+// writes, so that its frame stays under the 1020 bytes Asio recycles (issue 2).
+asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {
+    Ending end;
+    end_answer(end, failed, decision, after_wait);
+    bool ok = true;
+    if (!end.head.empty()) ok = co_await write(end.head, end.body);
+    if (ok && end.stream) {
+        ok = co_await write_chunk(end.chunk);
+        if (ok) ok = co_await write("0\r\n\r\n");
+    }
+    co_return ok && keep_alive();
+}
+
+void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& decision, bool after_wait) {
+    const std::string_view verdict = policy::to_string(decision.verdict);
+    // A section 8 refusal is recorded as outcome refused (decision terminal).
+    const std::string_view outcome = failed.refusal ? std::string_view("refused") : verdict;
+    const std::string_view bound = decision.bound == policy::Bound::none ? "" : policy::to_string(decision.bound);
+    if (!after_wait)
+        record_attempt(failed.record_status(), &failed.classification, failed.code, verdict, 0);
+    // A deadline that ended the turn is a timeout to the client, whatever the
+    // last attempt's class (SPEC section 6: 504, decision and bound deadline).
+    policy::Classification shown = failed.classification;
+    if (decision.verdict == policy::Verdict::deadline && failed.status == 0) shown.cls = policy::ErrorClass::timeout;
+    const std::string_view cls = policy::to_string(shown.cls);
+
+    ending_ = true;
+    if (head_out_) {
+        // The hold limit already sent a 200 stream head: the turn ends inside
+        // that stream (SPEC section 7's closing error event), never with a
+        // second head. A held error event is passed on as it is.
+        record_turn(outcome, 200, &shown, failed.code, bound);
+        end.stream = true;
+        if (failed.held_stream) {
+            end.chunk = *failed.held_stream;
+        } else {
+            std::string type = failed.refusal || shown.cls == policy::ErrorClass::stream_incomplete
+                                   ? failed.code
+                                   : std::string(cls);
+            if (shown.cls == policy::ErrorClass::stream_incomplete) type = "stream_incomplete";
+            const int code = failed.refusal || shown.cls == policy::ErrorClass::stream_incomplete ? 502
+                             : failed.status                                                    ? failed.status
+                             : shown.cls == policy::ErrorClass::timeout                         ? 504
+                                                                                                : 502;
+            end.text = closing_error_event(plan_.endpoint, failed.message.empty() ? "the upstream failed" : failed.message,
+                                           type, code, cls, failed.refusal ? "terminal" : verdict, bound, attempts_);
+            end.chunk = end.text;
+        }
+        return;
+    }
+    if (failed.held_stream) {
+        // A 200 stream whose events before answer text end in an error event:
+        // passed on as the 200 stream holding that event (SPEC section 7).
+        transport::Exchange& ex = *failed.attempt.exchange;
+        ResponseHead head(ex.head().result_int(), ex.head().reason());
+        head.copy_upstream(ex.head());
+        head.add_modelproxy(attempts_, plan_.request_id);
+        head.add_failure(cls, verdict, bound);
+        head.chunked();
+        if (!keep_alive()) head.add("connection", "close");
+        published_ = true;
+        record_turn(outcome, 200, &shown, failed.code, bound);
+        end.head = head.finish();
+        end.stream = true;
+        end.chunk = *failed.held_stream;
+        return;
+    }
+    if (failed.status != 0) {
+        // The upstream answered: its status, body and end-to-end headers.
+        transport::Exchange& ex = *failed.attempt.exchange;
+        ResponseHead head(static_cast<unsigned>(failed.status), ex.head().reason());
+        head.copy_upstream(ex.head());
+        head.add_modelproxy(attempts_, plan_.request_id);
+        head.add_failure(cls, verdict, bound);
+        if (!plan_.head_request) head.content_length(failed.body.size());
+        if (!keep_alive()) head.add("connection", "close");
+        if (ex.reusable()) give_back(failed.attempt);
+        published_ = true;
+        record_turn(outcome, failed.status, &shown, failed.code, bound);
+        end.head = head.finish();
+        if (!plan_.head_request) end.body = failed.body;
+        return;
+    }
+    // No upstream answer to pass on: the section 9 envelope (a section 8
+    // refusal is a 502 with its code, outcome refused).
+    const unsigned status = shown.cls == policy::ErrorClass::timeout ? 504 : 502;
+    EnvelopeDetails details;
+    details.error_class = cls;
+    details.attempts = attempts_;
+    details.decision = verdict;
+    if (!bound.empty()) details.bound = bound;
+    end.text = error_envelope(failed.message, modelproxy_error_type, failed.code, details);
+    ResponseHead head(status);
+    head.add("content-type", "application/json");
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.add_failure(cls, verdict, bound);
+    head.content_length(end.text.size());
+    if (!keep_alive()) head.add("connection", "close");
+    record_turn(outcome, static_cast<int>(status), &shown, failed.code, bound);
+    end.head = head.finish();
+    end.body = end.text;
+}
+
+asio::awaitable<bool> TurnRun::digest_mismatch() {
+    policy::Classification c{policy::ErrorClass::client, false, policy::TimeoutSource::none, "digest-mismatch"};
+    record_attempt_and_turn(std::nullopt, "terminal", "terminal", 500, &c, "replay_digest_mismatch");
+    EnvelopeDetails details;
+    details.attempts = attempts_ - 1;
+    details.decision = "terminal";
+    std::string body = error_envelope("the replay's payload differs from the first attempt's; it was not sent",
+                                      modelproxy_error_type, "replay_digest_mismatch", details);
+    ResponseHead head(500);
+    head.add("content-type", "application/json");
+    head.add_modelproxy(attempts_ - 1, plan_.request_id);
+    head.add("x-should-retry", "false");
+    head.content_length(body.size());
+    if (!keep_alive()) head.add("connection", "close");
+    std::string text = head.finish();
+    const bool ok = co_await write(text, body);
+    co_return ok && keep_alive();
+}
+
+asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
+    transport::Exchange& ex = *a.exchange;
+    if (head_out_) {
+        // The hold limit sent a stream head; a whole-body answer cannot follow it.
+        Failed refused;
+        refused.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "not-a-stream"};
+        refused.code = "not_a_stream";
+        refused.message = "the upstream answered 200 without a stream";
+        refused.refusal = true;
+        co_return co_await end_turn(refused, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
+    }
+    ending_ = true;
+    first_byte_at_ = Clock::now();
+    ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
+    head.copy_upstream(ex.head());
+    head.add_modelproxy(attempts_, plan_.request_id);
+    if (!plan_.head_request) head.content_length(body.size());
+    if (!keep_alive()) head.add("connection", "close");
+    const int status = static_cast<int>(ex.head().result_int());
+    if (ex.reusable()) give_back(a);  // destroys the exchange: `ex` is not used after this
+    published_ = true;
+    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "");
+    plan_.head_text = head.finish();
+    const std::string_view body_out = plan_.head_request ? std::string_view{} : std::string_view(body);
+    const bool ok = co_await write(plan_.head_text, body_out);
+    co_return ok && keep_alive();
+}
+
+}  // namespace modelproxy::proxy

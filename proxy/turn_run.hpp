@@ -1,0 +1,208 @@
+// One turn's run, private to the files that implement it: turn.cpp (the
+// attempt loop, its decisions and run_turn), turn_end.cpp (the answers that
+// end a turn, its records and the client writes) and stream_relay.cpp (a
+// stream attempt's relay and the head hold ticker). run_turn (turn.hpp) is
+// the only way in.
+#pragma once
+
+#include "policy/classify.hpp"
+#include "policy/decision.hpp"
+#include "proxy/turn.hpp"
+#include "transport/upstream.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace modelproxy::proxy {
+
+using Clock = std::chrono::steady_clock;
+inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+inline std::int64_t ms_between(Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+policy::Transport transport_of(transport::Fault fault);
+
+// The closing error event of SPEC section 7, in the endpoint's shape.
+std::string closing_error_event(policy::Endpoint endpoint, std::string_view message, std::string_view type,
+                                int code, std::string_view error_class, std::string_view decision,
+                                std::string_view bound, int attempts);
+
+class TurnRun {
+public:
+    TurnRun(Worker& worker, tcp::socket& client, ForwardPlan& plan)
+        : worker_(worker),
+          client_(client),
+          plan_(plan),
+          route_(plan.runtime->config.routes[plan.route_index]),
+          limits_(plan.runtime->config.limits),
+          slot_(plan.runtime->metric_slots[plan.route_index]),
+          attempt_started_(plan.started),
+          digest_(plan.digest) {}
+
+    asio::awaitable<bool> run();
+    // run(), and for a stream turn the hold ticker beside it.
+    asio::awaitable<bool> run_with_ticker();
+    asio::awaitable<void> hold_ticker();
+    bool recorded() const { return recorded_; }  // the turn record is written
+    asio::awaitable<void> end_at_drain_limit();
+    int attempts() const { return attempts_; }
+    bool published() const { return published_; }
+    Clock::time_point attempt_started() const { return attempt_started_; }
+
+private:
+    struct Attempt {
+        std::unique_ptr<transport::Connection> connection;
+        std::optional<transport::Exchange> exchange;  // declared after `connection`: ends before it
+        transport::Fault fault = transport::Fault::none;
+        std::string detail;
+        metrics::GaugeHold busy;  // the busy-connections gauge, held while `connection` is this attempt's
+    };
+
+    // One attempt's failure, as the decision sees it, and what the client
+    // gets when the turn ends on it.
+    struct Failed {
+        policy::Classification classification;
+        int status = 0;                          // HTTP status, 0 for transport faults
+        std::string code;                        // envelope / record code ("" for upstream answers)
+        std::string message;                     // envelope message (transport faults only)
+        std::optional<std::int64_t> retry_after_ms;
+        Attempt attempt;                         // the upstream answer to pass on (status != 0 or a held stream)
+        std::string body;
+        std::optional<std::string> held_stream;  // a 200 stream's held events ending in an error event
+        bool refusal = false;                    // a section 8 refusal: 502 with its code, never retried
+        int stream_status = 0;                   // 200 when the failure was inside a 200 stream
+
+        // The status an attempt record shows: the HTTP answer, if there was one.
+        std::optional<int> record_status() const {
+            if (status) return status;
+            if (stream_status) return stream_status;
+            return std::nullopt;
+        }
+    };
+
+    // What try_attempt came to: the turn answered (with whether the client
+    // connection stays open), or a failure in `failed` to decide on.
+    struct AttemptEnd {
+        bool answered = false;
+        bool keep_alive = false;
+    };
+
+    // What one streamed attempt came to: the turn is over (answered), or it
+    // failed before any answer text was published and the decision loop decides.
+    struct StreamEnd {
+        bool finished = false;
+        bool keep_alive = false;
+    };
+
+    // When the next upstream read of a stream gives up, and as what fault.
+    struct ReadLimit {
+        Clock::time_point until;
+        transport::Fault on_timeout = transport::Fault::idle_timeout;
+        bool capped = false;  // max_stream_ms, not the idle timeout, set `until`
+    };
+
+    // turn.cpp: the attempt loop.
+    asio::awaitable<Attempt> open_and_send();
+    asio::awaitable<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
+    Failed transport_failure(transport::Fault fault);
+    // True when the body is refused; `failed` then says why.
+    bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
+    static Failed refusal(std::string_view rule, std::string_view code, std::string_view message,
+                          policy::ErrorClass cls);
+    void give_back(Attempt& a);
+    // The idle gauge of this route's pool, after the pool changed.
+    void note_idle(const transport::Pool& pool) {
+        worker_.counters(plan_.runtime->idle_slots[plan_.route_index])
+            .idle_connections.store(static_cast<std::int64_t>(pool.idle()), std::memory_order_relaxed);
+    }
+    static double draw();
+
+    // stream_relay.cpp: a stream attempt. The coroutine waits (reads,
+    // writes); the plain relay_* functions do the work in between.
+    asio::awaitable<StreamEnd> stream_attempt(Attempt& a, Failed& failed);
+    StreamRelay& start_relay();
+    ReadLimit read_limit() const;
+    // Feeds the last read to the reader, then relay_events().
+    RelayStep relay_read(bool done, transport::Fault fault, Failed& failed, metrics::UsageTally& usage);
+    // The complete events read so far, up to the first that needs a wait or ends the attempt.
+    RelayStep relay_events(bool at_fault, Failed& failed, metrics::UsageTally& usage);
+    // After every event of a read: a fault, the stream's end, or read on.
+    RelayStep relay_end(transport::Fault fault, bool done, bool capped, Failed& failed);
+    RelayStep error_event_ends(Failed& failed);
+    RelayStep refuse_in_stream(const Failed& failed);
+    RelayStep close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
+                         std::string_view outcome = "terminal");
+    asio::awaitable<bool> publish_stream(transport::Exchange& ex);
+    asio::awaitable<StreamEnd> close_published();
+
+    // turn_end.cpp: what ends the turn, its records, the client writes.
+    asio::awaitable<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
+    asio::awaitable<bool> write_chunk(std::string_view data);
+    asio::awaitable<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
+    // What end_turn writes, once the turn's records are written: the head and
+    // body in one write (no head when the hold limit's is out), then for a
+    // stream its last events and the last chunk.
+    struct Ending {
+        std::string head;
+        std::string text;        // the proxy's own envelope or closing error event
+        std::string_view body;   // after the head: the upstream's body, or `text`
+        std::string_view chunk;  // a stream's last events: the held ones, or `text`
+        bool stream = false;
+    };
+    void end_answer(Ending& end, Failed& failed, const policy::Decision& decision, bool after_wait);
+    asio::awaitable<bool> answer_success(Attempt& a, const std::string& body);
+    asio::awaitable<bool> digest_mismatch();
+    void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                        std::string_view decision, std::int64_t delay_ms);
+    void record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                     std::string_view code, std::string_view bound);
+    // The last attempt and the turn, when the attempt's end is the turn's:
+    // both records in one write.
+    void record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
+                                 std::string_view outcome, std::optional<int> status,
+                                 const policy::Classification* c, std::string_view code);
+    AttemptRecord attempt_record(std::optional<int> status, const policy::Classification* c, std::string_view code,
+                                 std::string_view decision, std::int64_t delay_ms) const;
+    TurnRecord turn_record(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
+                           std::string_view code, std::string_view bound) const;
+
+    bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
+    // True once the client watcher has won the race: the turn then stops at
+    // once, writes nothing more, and run_turn records it as cancelled.
+    static asio::awaitable<bool> cut() {
+        auto state = co_await asio::this_coro::cancellation_state;
+        co_return state.cancelled() != asio::cancellation_type::none;
+    }
+
+    Worker& worker_;
+    tcp::socket& client_;
+    ForwardPlan& plan_;
+    const config::Route& route_;
+    const config::Limits& limits_;
+    const std::uint16_t slot_;         // metrics slot of the route
+    Clock::time_point attempt_started_;
+    std::string& digest_;       // plan_.digest (scratch)
+    int attempts_ = 0;
+    bool published_ = false;
+    bool client_gone_ = false;
+    bool recorded_ = false;
+    bool writing_ = false;      // a client write is in flight
+    bool head_out_ = false;     // the client has the response head (hold limit or publication)
+    bool answering_ = false;    // answer text is out: held events released, no replay possible
+    bool ending_ = false;       // the turn is writing its final answer
+    asio::steady_timer write_gate_{client_.get_executor()};
+    std::optional<Clock::time_point> first_byte_at_;
+};
+
+}  // namespace modelproxy::proxy
