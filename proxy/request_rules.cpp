@@ -26,12 +26,23 @@ bool istarts_with(std::string_view text, std::string_view prefix) {
     return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
 }
 
-bool icontains(std::string_view text, std::string_view needle) {
-    if (needle.size() > text.size()) return false;
-    for (std::size_t i = 0; i + needle.size() <= text.size(); ++i) {
-        if (iequals(text.substr(i, needle.size()), needle)) return true;
+// The percent-escapes a path is refused for, found in one pass over its
+// '%'s (memchr) rather than a comparison at every position.
+struct PathEscapes {
+    bool dot_or_slash = false;  // %2e, %2f
+    bool backslash = false;     // %5c
+};
+
+PathEscapes path_escapes(std::string_view path) {
+    PathEscapes found;
+    for (std::size_t i = path.find('%'); i != std::string_view::npos && i + 2 < path.size();
+         i = path.find('%', i + 1)) {
+        const char hi = path[i + 1];
+        const char lo = lower(path[i + 2]);
+        if (hi == '2' && (lo == 'e' || lo == 'f')) found.dot_or_slash = true;
+        if (hi == '5' && lo == 'c') found.backslash = true;
     }
-    return false;
+    return found;
 }
 
 bool is_ows(char c) { return c == ' ' || c == '\t'; }
@@ -443,9 +454,10 @@ Target check_path(std::string_view target) {
         if (slash == std::string_view::npos) break;
         rest.remove_prefix(slash + 1);
     }
-    if (icontains(out.path, "%2e") || icontains(out.path, "%2f")) {
+    const PathEscapes escapes = path_escapes(out.path);
+    if (escapes.dot_or_slash) {
         out.status = TargetStatus::encoded_dot_or_slash;
-    } else if (out.path.find('\\') != std::string_view::npos || icontains(out.path, "%5c")) {
+    } else if (out.path.find('\\') != std::string_view::npos || escapes.backslash) {
         out.status = TargetStatus::backslash;
     }
     return out;
@@ -764,14 +776,6 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 }
 
 // ----------------------------------------------------------------- headers
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
-}
 
 bool is_hop_by_hop(std::string_view name) {
     static constexpr std::array<std::string_view, 6> names = {
