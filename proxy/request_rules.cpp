@@ -1,5 +1,7 @@
 #include "proxy/request_rules.hpp"
 
+#include "proxy/json_string.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -342,32 +344,6 @@ bool document_at_end(od::document& doc) {
 bool is_literal_true(od::value& value) {
     od::json_type type;
     return !value.type().get(type) && type == od::json_type::boolean && scalar_token(value) == "true";
-}
-
-void append_json_string(std::string& out, std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (u < 0x20) {
-                out += "\\u00";
-                out += hex[u >> 4];
-                out += hex[u & 0xF];
-            } else {
-                out += c;
-            }
-        }
-    }
-    out += '"';
 }
 
 std::string replace_span(std::string_view body, Span span, std::string_view replacement) {

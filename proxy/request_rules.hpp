@@ -22,6 +22,8 @@
 #include "config/config.hpp"
 #include "proxy/local_answers.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -239,18 +241,9 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 //
 // Names are compared ASCII case-insensitively; connection tokens are lower-case.
 
-// Inline: it is called for every header of every request and answer, and
-// most calls end at the length check.
-inline bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
-}
+// Beast's, inline: it runs for every header of every request and answer,
+// and most calls end at the length check.
+inline bool iequals(std::string_view a, std::string_view b) { return boost::beast::iequals(a, b); }
 
 // Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade.
 bool is_hop_by_hop(std::string_view name);

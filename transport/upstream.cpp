@@ -32,17 +32,6 @@ bool is_drop(const boost::system::error_code& ec) {
            ec == asio::ssl::error::stream_truncated || ec == asio::error::not_connected;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
-}
-
 // An idle HTTP/1.1 connection has nothing to say. Bytes waiting on it (an
 // answer longer than its framing said, a second answer nobody asked for, or a
 // close) mean it must not carry another request: they would be read as that
@@ -293,10 +282,10 @@ asio::awaitable<Fault> Exchange::read_head(Clock::time_point deadline) {
         break;
     }
     auto coding = trim(c.parser_->get()[http::field::content_encoding]);
-    if (coding.empty() || iequals(coding, "identity")) {
-    } else if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
+    if (coding.empty() || beast::iequals(coding, "identity")) {
+    } else if (beast::iequals(coding, "gzip") || beast::iequals(coding, "x-gzip")) {
         c.inflater_.emplace(Inflater::Coding::gzip);
-    } else if (iequals(coding, "deflate")) {
+    } else if (beast::iequals(coding, "deflate")) {
         c.inflater_.emplace(Inflater::Coding::deflate);
     } else {
         failed_ = true;
@@ -310,7 +299,7 @@ const ResponseHeader& Exchange::head() const { return connection_->parser_->get(
 bool Exchange::event_stream() const {
     auto type = connection_->parser_->get()[http::field::content_type];
     auto semi = type.find(';');
-    return iequals(trim(type.substr(0, semi)), "text/event-stream");
+    return beast::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
 asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
