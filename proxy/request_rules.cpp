@@ -1,5 +1,6 @@
 #include "proxy/request_rules.hpp"
 
+#include "config/syntax.hpp"
 #include "proxy/json_string.hpp"
 
 #include <simdjson.h>
@@ -16,13 +17,7 @@ namespace {
 
 constexpr std::string_view models_prefix = "/v1/models/";
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string to_lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = lower(c);
-    return out;
-}
+using policy::ascii_lower;
 
 bool istarts_with(std::string_view text, std::string_view prefix) {
     return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
@@ -40,7 +35,7 @@ PathEscapes path_escapes(std::string_view path) {
     for (std::size_t i = path.find('%'); i != std::string_view::npos && i + 2 < path.size();
          i = path.find('%', i + 1)) {
         const char hi = path[i + 1];
-        const char lo = lower(path[i + 2]);
+        const char lo = ascii_lower(path[i + 2]);
         if (hi == '2' && (lo == 'e' || lo == 'f')) found.dot_or_slash = true;
         if (hi == '5' && lo == 'c') found.backslash = true;
     }
@@ -780,7 +775,7 @@ bool any_connection_token(std::string_view connection_value, OnToken on_token) {
 std::vector<std::string> connection_tokens(std::string_view connection_value) {
     std::vector<std::string> tokens;
     any_connection_token(connection_value, [&](std::string_view token) {
-        tokens.push_back(to_lower(token));
+        tokens.push_back(config::detail::to_lower(token));
         return false;
     });
     return tokens;

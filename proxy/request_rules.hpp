@@ -20,9 +20,8 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "policy/ascii.hpp"
 #include "proxy/local_answers.hpp"
-
-#include <boost/beast/core/string.hpp>
 
 #include <cstddef>
 #include <optional>
@@ -241,9 +240,7 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 //
 // Names are compared ASCII case-insensitively; connection tokens are lower-case.
 
-// Beast's, inline: it runs for every header of every request and answer,
-// and most calls end at the length check.
-inline bool iequals(std::string_view a, std::string_view b) { return boost::beast::iequals(a, b); }
+using policy::iequals;
 
 // Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade.
 bool is_hop_by_hop(std::string_view name);

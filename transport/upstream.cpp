@@ -1,5 +1,7 @@
 #include "transport/upstream.hpp"
 
+#include "policy/ascii.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -282,10 +284,10 @@ asio::awaitable<Fault> Exchange::read_head(Clock::time_point deadline) {
         break;
     }
     auto coding = trim(c.parser_->get()[http::field::content_encoding]);
-    if (coding.empty() || beast::iequals(coding, "identity")) {
-    } else if (beast::iequals(coding, "gzip") || beast::iequals(coding, "x-gzip")) {
+    if (coding.empty() || policy::iequals(coding, "identity")) {
+    } else if (policy::iequals(coding, "gzip") || policy::iequals(coding, "x-gzip")) {
         c.inflater_.emplace(Inflater::Coding::gzip);
-    } else if (beast::iequals(coding, "deflate")) {
+    } else if (policy::iequals(coding, "deflate")) {
         c.inflater_.emplace(Inflater::Coding::deflate);
     } else {
         failed_ = true;
@@ -299,7 +301,7 @@ const ResponseHeader& Exchange::head() const { return connection_->parser_->get(
 bool Exchange::event_stream() const {
     auto type = connection_->parser_->get()[http::field::content_type];
     auto semi = type.find(';');
-    return beast::iequals(trim(type.substr(0, semi)), "text/event-stream");
+    return policy::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
 asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
