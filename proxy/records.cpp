@@ -30,6 +30,15 @@ public:
         name(key);
         append_json_string(out_, value);
     }
+    // One of the proxy's own words (an event, a decision, a class, a rule,
+    // a code, the digest's hex): nothing to escape, so no check.
+    void word(std::string_view key, std::string_view value) {
+        if (value.empty()) return null(key);
+        name(key);
+        out_.push_back('"');
+        out_.append(value);
+        out_.push_back('"');
+    }
     void num(std::string_view key, std::int64_t value) {
         name(key);
         char digits[24];
@@ -74,34 +83,34 @@ private:
 };
 
 void fill(LineWriter& w, const AttemptRecord& r) {
-    w.str("event", "attempt");
+    w.word("event", "attempt");
     w.str("request_id", r.request_id);
     w.str("route", r.route);
     w.str("model", r.model);
     w.num("attempt", r.attempt);
     w.num("status", r.status);
-    w.str("class", r.error_class);
-    w.str("code", r.code);
-    w.str("timeout_source", r.timeout_source);
-    w.str("rule", r.rule);
-    w.str("decision", r.decision);
+    w.word("class", r.error_class);
+    w.word("code", r.code);
+    w.word("timeout_source", r.timeout_source);
+    w.word("rule", r.rule);
+    w.word("decision", r.decision);
     w.num("delay_ms", r.delay_ms);
     w.num("remaining_ms", r.remaining_ms);
-    w.str("digest", r.digest);
+    w.word("digest", r.digest);
     w.end();
 }
 
 void fill(LineWriter& w, const TurnRecord& r) {
-    w.str("event", "turn");
+    w.word("event", "turn");
     w.str("request_id", r.request_id);
     w.str("route", r.route);
     w.str("model", r.model);
     w.num("attempts", r.attempts);
     w.num("provider_retries", r.attempts > 1 ? r.attempts - 1 : 0);
-    w.str("outcome", r.outcome);
-    w.str("class", r.error_class);
-    w.str("code", r.code);
-    w.str("bound", r.bound);
+    w.word("outcome", r.outcome);
+    w.word("class", r.error_class);
+    w.word("code", r.code);
+    w.word("bound", r.bound);
     w.num("status", r.status);
     w.boolean("stream", r.stream);
     w.boolean("published", r.published);
