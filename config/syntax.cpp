@@ -1,5 +1,7 @@
 #include "config/syntax.hpp"
 
+#include "policy/ascii.hpp"
+
 #include <boost/url/ipv4_address.hpp>
 #include <boost/url/ipv6_address.hpp>
 #include <boost/url/parse.hpp>
@@ -66,11 +68,7 @@ std::optional<std::uint16_t> parse_port(std::string_view digits) {
 
 std::string to_lower(std::string_view text) {
     std::string out(text);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') {
-            c = static_cast<char>(c - 'A' + 'a');
-        }
-    }
+    for (char& c : out) c = policy::ascii_lower(c);
     return out;
 }
 

@@ -1,7 +1,8 @@
 #include "proxy/records.hpp"
 
-#include <boost/json/serializer.hpp>
+#include "proxy/json_string.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -13,9 +14,9 @@ namespace modelproxy::proxy {
 namespace {
 
 // Writes one record's JSON object straight into `out`. The keys are this
-// file's constants and the numbers come from std::to_chars; every string value
-// goes through Boost.JSON's serializer, which does the escaping, so a client's
-// request id cannot break the line. Building a boost::json::object first cost
+// file's constants and the numbers come from std::to_chars; string values go
+// through append_json_string (Boost.JSON's escaping), so a client's request
+// id cannot break the line. Building a boost::json::object first cost
 // about a tenth of a request's user CPU (key hashing, lookups, the walk back
 // out); this writes each byte once and allocates nothing beyond `out`'s growth.
 class LineWriter {
@@ -27,12 +28,16 @@ public:
     void str(std::string_view key, std::string_view value) {
         if (value.empty()) return null(key);
         name(key);
-        serializer_.reset(boost::json::string_view(value.data(), value.size()));
-        char chunk[512];
-        while (!serializer_.done()) {
-            boost::json::string_view part = serializer_.read(chunk);
-            out_.append(part.data(), part.size());
-        }
+        append_json_string(out_, value);
+    }
+    // One of the proxy's own words (an event, a decision, a class, a rule,
+    // a code, the digest's hex): nothing to escape, so no check.
+    void word(std::string_view key, std::string_view value) {
+        if (value.empty()) return null(key);
+        name(key);
+        out_.push_back('"');
+        out_.append(value);
+        out_.push_back('"');
     }
     void num(std::string_view key, std::int64_t value) {
         name(key);
@@ -59,48 +64,53 @@ public:
     void end() { out_.append("}\n"); }
 
 private:
+    // `,"key":` in one append; the key is a constant of this file, with
+    // nothing to escape.
     void name(std::string_view key) {
-        if (!first_) out_.push_back(',');
+        char text[40];
+        char* p = text;
+        if (!first_) *p++ = ',';
         first_ = false;
-        out_.push_back('"');
-        out_.append(key);  // a constant of this file: nothing to escape
-        out_.append("\":");
+        *p++ = '"';
+        p = std::copy(key.begin(), key.end(), p);
+        *p++ = '"';
+        *p++ = ':';
+        out_.append(text, p);
     }
 
     std::string& out_;
     bool first_ = true;
-    boost::json::serializer serializer_;
 };
 
 void fill(LineWriter& w, const AttemptRecord& r) {
-    w.str("event", "attempt");
+    w.word("event", "attempt");
     w.str("request_id", r.request_id);
     w.str("route", r.route);
     w.str("model", r.model);
     w.num("attempt", r.attempt);
     w.num("status", r.status);
-    w.str("class", r.error_class);
-    w.str("code", r.code);
-    w.str("timeout_source", r.timeout_source);
-    w.str("rule", r.rule);
-    w.str("decision", r.decision);
+    w.word("class", r.error_class);
+    w.word("code", r.code);
+    w.word("timeout_source", r.timeout_source);
+    w.word("rule", r.rule);
+    w.word("decision", r.decision);
     w.num("delay_ms", r.delay_ms);
     w.num("remaining_ms", r.remaining_ms);
-    w.str("digest", r.digest);
+    w.word("digest", r.digest);
     w.end();
 }
 
 void fill(LineWriter& w, const TurnRecord& r) {
-    w.str("event", "turn");
+    w.word("event", "turn");
     w.str("request_id", r.request_id);
     w.str("route", r.route);
     w.str("model", r.model);
     w.num("attempts", r.attempts);
     w.num("provider_retries", r.attempts > 1 ? r.attempts - 1 : 0);
-    w.str("outcome", r.outcome);
-    w.str("class", r.error_class);
-    w.str("code", r.code);
-    w.str("bound", r.bound);
+    w.word("outcome", r.outcome);
+    w.word("class", r.error_class);
+    w.word("code", r.code);
+    w.word("bound", r.bound);
     w.num("status", r.status);
     w.boolean("stream", r.stream);
     w.boolean("published", r.published);

@@ -1,5 +1,8 @@
 #include "proxy/request_rules.hpp"
 
+#include "config/syntax.hpp"
+#include "proxy/json_string.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -14,24 +17,29 @@ namespace {
 
 constexpr std::string_view models_prefix = "/v1/models/";
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string to_lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) c = lower(c);
-    return out;
-}
+using policy::ascii_lower;
 
 bool istarts_with(std::string_view text, std::string_view prefix) {
     return text.size() >= prefix.size() && iequals(text.substr(0, prefix.size()), prefix);
 }
 
-bool icontains(std::string_view text, std::string_view needle) {
-    if (needle.size() > text.size()) return false;
-    for (std::size_t i = 0; i + needle.size() <= text.size(); ++i) {
-        if (iequals(text.substr(i, needle.size()), needle)) return true;
+// The percent-escapes a path is refused for, found in one pass over its
+// '%'s (memchr) rather than a comparison at every position.
+struct PathEscapes {
+    bool dot_or_slash = false;  // %2e, %2f
+    bool backslash = false;     // %5c
+};
+
+PathEscapes path_escapes(std::string_view path) {
+    PathEscapes found;
+    for (std::size_t i = path.find('%'); i != std::string_view::npos && i + 2 < path.size();
+         i = path.find('%', i + 1)) {
+        const char hi = path[i + 1];
+        const char lo = ascii_lower(path[i + 2]);
+        if (hi == '2' && (lo == 'e' || lo == 'f')) found.dot_or_slash = true;
+        if (hi == '5' && lo == 'c') found.backslash = true;
     }
-    return false;
+    return found;
 }
 
 bool is_ows(char c) { return c == ' ' || c == '\t'; }
@@ -333,32 +341,6 @@ bool is_literal_true(od::value& value) {
     return !value.type().get(type) && type == od::json_type::boolean && scalar_token(value) == "true";
 }
 
-void append_json_string(std::string& out, std::string_view text) {
-    static constexpr char hex[] = "0123456789abcdef";
-    out += '"';
-    for (const char c : text) {
-        const auto u = static_cast<unsigned char>(c);
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (u < 0x20) {
-                out += "\\u00";
-                out += hex[u >> 4];
-                out += hex[u & 0xF];
-            } else {
-                out += c;
-            }
-        }
-    }
-    out += '"';
-}
-
 std::string replace_span(std::string_view body, Span span, std::string_view replacement) {
     std::string out;
     out.reserve(body.size() - span.size + replacement.size());
@@ -443,9 +425,10 @@ Target check_path(std::string_view target) {
         if (slash == std::string_view::npos) break;
         rest.remove_prefix(slash + 1);
     }
-    if (icontains(out.path, "%2e") || icontains(out.path, "%2f")) {
+    const PathEscapes escapes = path_escapes(out.path);
+    if (escapes.dot_or_slash) {
         out.status = TargetStatus::encoded_dot_or_slash;
-    } else if (out.path.find('\\') != std::string_view::npos || icontains(out.path, "%5c")) {
+    } else if (out.path.find('\\') != std::string_view::npos || escapes.backslash) {
         out.status = TargetStatus::backslash;
     }
     return out;
@@ -765,14 +748,6 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 
 // ----------------------------------------------------------------- headers
 
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
-}
-
 bool is_hop_by_hop(std::string_view name) {
     static constexpr std::array<std::string_view, 6> names = {
         "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"};
@@ -800,7 +775,7 @@ bool any_connection_token(std::string_view connection_value, OnToken on_token) {
 std::vector<std::string> connection_tokens(std::string_view connection_value) {
     std::vector<std::string> tokens;
     any_connection_token(connection_value, [&](std::string_view token) {
-        tokens.push_back(to_lower(token));
+        tokens.push_back(config::detail::to_lower(token));
         return false;
     });
     return tokens;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "policy/ascii.hpp"
 #include "proxy/local_answers.hpp"
 
 #include <cstddef>
@@ -239,7 +240,7 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 //
 // Names are compared ASCII case-insensitively; connection tokens are lower-case.
 
-bool iequals(std::string_view a, std::string_view b);
+using policy::iequals;
 
 // Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade.
 bool is_hop_by_hop(std::string_view name);

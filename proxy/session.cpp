@@ -1,8 +1,8 @@
 #include "proxy/session.hpp"
 
 #include "policy/classify.hpp"
-#include "policy/client_deadline.hpp"
 #include "proxy/local_answers.hpp"
+#include "proxy/prepare.hpp"
 #include "proxy/request_rules.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
@@ -16,8 +16,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include <atomic>
-#include <random>
 
 namespace modelproxy::proxy {
 
@@ -28,29 +26,7 @@ namespace http = beast::http;
 using Clock = std::chrono::steady_clock;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
-// A request id: the client's x-request-id, else "mp-" + 16 hex digits that
-// are unique in this process and unpredictable across processes. Written
-// into `out` (a reused plan string: no allocation once it has grown).
-void make_request_id(std::string& out) {
-    static const std::uint64_t seed = std::random_device{}() * 0x9E3779B97F4A7C15ull ^ std::random_device{}();
-    static std::atomic<std::uint64_t> counter{0};
-    std::uint64_t x = seed + counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    char id[20] = "mp-";
-    static constexpr char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 16; ++i) id[3 + i] = hex[(x >> (60 - 4 * i)) & 15];
-    out.assign(id, 19);
-}
-
 constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
-
-std::optional<std::string_view> header(const Request& req, std::string_view name) {
-    auto it = req.find(name);
-    if (it == req.end()) return std::nullopt;
-    return it->value();
-}
 
 // Bounds reads on the client socket: when the time runs out before the read
 // completes, the socket's pending operations are cancelled (the socket stays
@@ -133,22 +109,6 @@ private:
                                  std::string_view allow = {}, std::string_view content_type = "application/json");
     asio::awaitable<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
                                  std::string_view message = {});
-    // What a request comes to, decided before any I/O. prepare() is a plain
-    // function so that its many locals live on the stack: handle()'s
-    // coroutine frame stays under the 1020 bytes Asio recycles (issue 2).
-    struct Reply {
-        enum class Kind { refuse, local, metrics, forward };
-        Kind kind = Kind::forward;
-        ClientError error{};   // refuse
-        bool with_id = false;  // the answer and record carry plan.request_id
-        std::string message;   // refuse: the envelope message, "" for the default
-        LocalAnswer answer;    // local, metrics
-
-        static Reply refusal(ClientError error, bool with_id, std::string message = {}) {
-            return Reply{Kind::refuse, error, with_id, std::move(message), {}};
-        }
-    };
-    Reply prepare(Request& req, bool keep_alive, ForwardPlan& plan);
     enum class ReadOutcome { request, close };
     asio::awaitable<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
     // Answers the request (a turn when it is forwarded). Returns whether the
@@ -337,169 +297,8 @@ asio::awaitable<void> Session::run() {
     }
 }
 
-Session::Reply Session::prepare(Request& req, bool keep_alive, ForwardPlan& plan) {
-    Shared& shared = worker_.shared();
-    plan.clear();
-    auto runtime = shared.runtime.load();
-    const config::Config& cfg = runtime->config;
-    const std::string_view method = req.method_string();
-    const bool is_head = req.method() == http::verb::head;
-
-    Target target = check_path(req.target());
-    if (target.status != TargetStatus::ok) return Reply::refusal(ClientError::invalid_path, false);
-
-    const Dispatch dispatched = dispatch(method, target.path);
-    std::string& request_id = plan.request_id;  // the plan's, reused: empty when not under /v1
-    if (under_v1(target.path)) {
-        auto client_id = header(req, "x-request-id");
-        if (client_id && !client_id->empty() && client_id->size() <= 200) {
-            request_id.assign(*client_id);
-        } else {
-            make_request_id(request_id);
-        }
-    }
-
-    ClientAuth auth = ClientAuth::open;
-    if (needs_client_token(dispatched)) {
-        auth = authorize_client(header(req, "authorization"), header(req, "x-api-key"), cfg.clients.tokens);
-        if (auth == ClientAuth::refused)
-            return Reply::refusal(ClientError::unauthorized, true);
-    }
-
-    std::optional<LocalAnswer> local;
-    switch (dispatched) {
-        case Dispatch::healthz: local = healthz(); break;
-        case Dispatch::readyz: local = readyz(shared.draining.load() ? Readiness::draining : Readiness::ready); break;
-        case Dispatch::metrics: {
-            // SPEC section 10: every worker's counters summed now; no client
-            // token (section 12). Rendering is pure (metrics.hpp).
-            metrics::Snapshot snapshot = shared.registry.snapshot();
-            snapshot.inflight_turns = shared.inflight_turns.load(std::memory_order_relaxed);
-            snapshot.client_connections = shared.connections.load(std::memory_order_relaxed);
-            snapshot.version = MODELPROXY_VERSION;
-            metrics::read_process(snapshot);
-            return Reply{Reply::Kind::metrics, {}, false, {}, {200, is_head ? std::string() : metrics::render(snapshot)}};
-        }
-        case Dispatch::models_list: local = models_list(cfg); break;
-        case Dispatch::model_object: {
-            auto id = model_id_from_path(target.path);
-            local = id ? model_object(cfg, *id) : client_error(ClientError::model_not_found);
-            break;
-        }
-        case Dispatch::not_found: return Reply::refusal(ClientError::not_found, false);
-        case Dispatch::method_not_allowed: return Reply::refusal(ClientError::method_not_allowed, false);
-        case Dispatch::forward: break;
-    }
-    if (local) {
-        if (is_head) local->body.clear();
-        return Reply{Reply::Kind::local, {}, true, {}, std::move(*local)};
-    }
-
-    const std::string_view content_type = req[http::field::content_type];
-    BodyFacts facts = inspect_body(content_type, req.body());
-    RouteDecision decision = decide_route(method, target.path, facts, cfg);
-    if (auto* refusal = std::get_if<Refusal>(&decision))
-        return Reply::refusal(refusal->error, true, std::move(refusal->message));
-    Forward& forward = std::get<Forward>(decision);
-
-    plan.runtime = runtime;
-    plan.route_index = static_cast<std::size_t>(forward.route - cfg.routes.data());
-    const config::Route& route = *forward.route;
-    plan.client_model = forward.client_model;
-    plan.method.assign(method);
-    upstream_target(plan.target, route, target.path, target.query);
-    plan.body = forward.upstream_model ? upstream_body(req.body(), facts, *forward.upstream_model)
-                                       : std::move(req.body());
-    plan.wants_stream = facts.wants_stream();
-    plan.head_request = is_head;
-    plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
-    if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
-    if (plan.endpoint != policy::Endpoint::other && route.dialect != config::Dialect::generic) {
-        // What IdentityRule::from_accept / wildcard_for make, built over the
-        // last request's rule so its strings keep their capacity.
-        sse::IdentityRule& rule = plan.set_identity();
-        if (forward.model) {
-            rule.kind = sse::IdentityRule::Kind::accept_globs;
-            rule.globs.assign(forward.model->accept.begin(), forward.model->accept.end());
-        } else {
-            rule.kind = sse::IdentityRule::Kind::wildcard;
-            rule.requested.assign(forward.client_model);
-        }
-    }
-    plan.keep_alive = keep_alive;
-    plan.started = Clock::now();
-    // The client's own deadline only ever shortens the route's (SPEC section 6).
-    policy::ClientDeadlineHeaders deadline_headers{header(req, "x-modelproxy-timeout-ms"),
-                                                   header(req, "x-stainless-timeout"),
-                                                   header(req, "x-stainless-read-timeout")};
-    plan.deadline = plan.started + std::chrono::milliseconds(policy::turn_deadline(route.timeout_ms, deadline_headers).ms);
-
-    // The upstream head: the route's Host, the client's end-to-end headers
-    // less credentials the route replaces, the route's key and static headers.
-    // The Connection tokens are read in place for each field, not collected.
-    const auto connection_listed = [&](std::string_view name) {
-        const auto [first, last] = req.equal_range(http::field::connection);
-        for (auto it = first; it != last; ++it)
-            if (connection_lists(it->value(), name) == ConnectionListed::yes) return ConnectionListed::yes;
-        return ConnectionListed::no;
-    };
-    CredentialRule credentials;
-    if (route.api_key) credentials.injected_key_header = route.api_key_header;
-    credentials.client_token_header = token_header(auth);
-    std::string& h = plan.upstream_head;
-    h.reserve(1024);
-    h += method;
-    h += ' ';
-    h += plan.target;
-    h += " HTTP/1.1\r\nhost: ";
-    h += route.upstream.host.find(':') != std::string::npos ? "[" + route.upstream.host + "]" : route.upstream.host;
-    if (route.upstream.port != (route.upstream.https ? 443 : 80)) {
-        h += ':';
-        h += std::to_string(route.upstream.port);
-    }
-    h += "\r\n";
-    // A route's static header replaces a client header of the same name: a
-    // provider reading a repeated single-value header (anthropic-version)
-    // either way must not get two.
-    auto overridden = [&](std::string_view name) {
-        for (const auto& [static_name, value] : route.headers)
-            if (iequals(static_name, name)) return true;
-        return false;
-    };
-    for (const auto& field : req) {
-        if (!forward_request_header(field.name_string(), connection_listed(field.name_string()), credentials))
-            continue;
-        if (overridden(field.name_string())) continue;
-        h += field.name_string();
-        h += ": ";
-        h += field.value();
-        h += "\r\n";
-    }
-    if (route.api_key) {
-        h += route.api_key_header;
-        h += ": ";
-        h += route.api_key_prefix;
-        h += *route.api_key;
-        h += "\r\n";
-    }
-    for (const auto& [name, value] : route.headers) {
-        h += name;
-        h += ": ";
-        h += value;
-        h += "\r\n";
-    }
-    h += "accept-encoding: identity\r\n";
-    if (!plan.body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
-        h += "content-length: ";
-        h += std::to_string(plan.body.size());
-        h += "\r\n";
-    }
-    h += "\r\n";
-    return Reply{Reply::Kind::forward, {}, false, {}, {}};
-}
-
 asio::awaitable<bool> Session::handle(Request& req, bool keep_alive, ForwardPlan& plan) {
-    Reply reply = prepare(req, keep_alive, plan);
+    Reply reply = prepare(worker_.shared(), req, keep_alive, plan);
     const std::string_view request_id = reply.with_id ? std::string_view(plan.request_id) : std::string_view();
     bool open = false;
     switch (reply.kind) {

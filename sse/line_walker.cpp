@@ -61,23 +61,13 @@ error_code LineWalker::document(od::document& doc) {
             od::object object;
             MP_TRY(doc.get_object().get(object));
             out_.object = true;
-            for (auto result : object) {
-                od::field field;
-                MP_TRY(std::move(result).get(field));
-                std::string_view key;
-                MP_TRY(key_of(field, key));
-                MP_TRY(top_member(key, field.value()));
-            }
+            MP_TRY(each_field(object, [&](std::string_view key, od::value& v) { return top_member(key, v); }));
             break;
         }
         case od::json_type::array: {
             od::array array;
             MP_TRY(doc.get_array().get(array));
-            for (auto result : array) {
-                od::value element;
-                MP_TRY(result.get(element));
-                MP_TRY(skip(element, 1));
-            }
+            MP_TRY(each_element(array, [&](od::value& element) { return skip(element, 1); }));
             break;
         }
         // Root scalars: simdjson 3.0.1's root getters are not strict (a root
@@ -156,24 +146,13 @@ error_code LineWalker::skip(od::value& v, int depth) {
         case od::json_type::array: {
             od::array array;
             MP_TRY(v.get_array().get(array));
-            for (auto result : array) {
-                od::value element;
-                MP_TRY(result.get(element));
-                MP_TRY(skip(element, depth + 1));
-            }
-            return SUCCESS;
+            return each_element(array, [&](od::value& element) { return skip(element, depth + 1); });
         }
         case od::json_type::object: {
             od::object object;
             MP_TRY(v.get_object().get(object));
-            for (auto result : object) {
-                od::field field;
-                MP_TRY(std::move(result).get(field));
-                std::string_view key;  // unescaping validates the key's escapes
-                MP_TRY(key_of(field, key));
-                MP_TRY(skip(field.value(), depth + 1));
-            }
-            return SUCCESS;
+            // each_field unescapes every key, which validates its escapes.
+            return each_field(object, [&](std::string_view, od::value& member) { return skip(member, depth + 1); });
         }
         case od::json_type::string: {
             std::string_view s;
@@ -211,12 +190,10 @@ error_code LineWalker::nonempty(od::value& v, int depth, bool& out) {
             od::array array;
             MP_TRY(v.get_array().get(array));
             bool any = false;
-            for (auto result : array) {
-                od::value element;
-                MP_TRY(result.get(element));
-                MP_TRY(skip(element, depth + 1));
+            MP_TRY(each_element(array, [&](od::value& element) {
                 any = true;
-            }
+                return skip(element, depth + 1);
+            }));
             out = any;
             return SUCCESS;
         }
@@ -224,14 +201,10 @@ error_code LineWalker::nonempty(od::value& v, int depth, bool& out) {
             od::object object;
             MP_TRY(v.get_object().get(object));
             bool any = false;
-            for (auto result : object) {
-                od::field field;
-                MP_TRY(std::move(result).get(field));
-                std::string_view key;
-                MP_TRY(key_of(field, key));
-                MP_TRY(skip(field.value(), depth + 1));
+            MP_TRY(each_field(object, [&](std::string_view, od::value& member) {
                 any = true;
-            }
+                return skip(member, depth + 1);
+            }));
             out = any;
             return SUCCESS;
         }
@@ -304,61 +277,23 @@ error_code LineWalker::code_member(od::value& v, int depth, ErrorFields& into) {
 
 error_code LineWalker::error_member(od::value& v, int depth, ErrorFields& into) {
     into.present = true;
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, depth);
-    od::object object;
-    MP_TRY(v.get_object().get(object));
-    for (auto result : object) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
-        od::value& member = field.value();
-        if (key == "code") {
-            MP_TRY(code_member(member, depth + 1, into));
-        } else if (key == "type") {
-            MP_TRY(string_member(member, depth + 1, into.type));
-        } else if (key == "innererror") {
+    return object_fields(v, depth, [&](std::string_view key, od::value& member) -> error_code {
+        if (key == "code") return code_member(member, depth + 1, into);
+        if (key == "type") return string_member(member, depth + 1, into.type);
+        if (key == "innererror") {
             // Azure: {"error":{"code":"content_filter","innererror":{"code":"ResponsibleAIPolicyViolation"}}}
-            od::json_type inner_type;
-            MP_TRY(member.type().get(inner_type));
-            if (inner_type != od::json_type::object) {
-                MP_TRY(skip(member, depth + 1));
-                continue;
-            }
-            od::object inner;
-            MP_TRY(member.get_object().get(inner));
-            for (auto inner_result : inner) {
-                od::field inner_field;
-                MP_TRY(std::move(inner_result).get(inner_field));
-                std::string_view inner_key;
-                MP_TRY(key_of(inner_field, inner_key));
-                if (inner_key == "code") {
-                    MP_TRY(string_member(inner_field.value(), depth + 2, into.inner));
-                } else {
-                    MP_TRY(skip(inner_field.value(), depth + 2));
-                }
-            }
-        } else {
-            MP_TRY(skip(member, depth + 1));  // message is validated, never kept
+            return object_fields(member, depth + 1, [&](std::string_view inner_key, od::value& inner) {
+                if (inner_key == "code") return string_member(inner, depth + 2, into.inner);
+                return skip(inner, depth + 2);
+            });
         }
-    }
-    return SUCCESS;
+        return skip(member, depth + 1);  // message is validated, never kept
+    });
 }
 
 error_code LineWalker::usage_member(od::value& v, int depth) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, depth);  // `"usage": null` in chat chunks
-    od::object object;
-    MP_TRY(v.get_object().get(object));
-    for (auto result : object) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
-        od::value& member = field.value();
+    // Not an object (`"usage": null` in chat chunks): validated and skipped.
+    return object_fields(v, depth, [&](std::string_view key, od::value& member) -> error_code {
         std::optional<std::uint64_t>* slot = nullptr;
         if (key == "prompt_tokens" || key == "input_tokens") slot = &out_.usage.input_tokens;
         else if (key == "completion_tokens" || key == "output_tokens") slot = &out_.usage.output_tokens;
@@ -369,7 +304,7 @@ error_code LineWalker::usage_member(od::value& v, int depth) {
         if (slot && member_type == od::json_type::number) {
             if (member.get_uint64().get(count) == SUCCESS) {
                 *slot = count;
-                continue;
+                return SUCCESS;
             }
             // `-0` counts 0, as simdjson's DOM parser (the fast path) reads
             // it; another negative integer counts nothing. Either way the
@@ -377,60 +312,28 @@ error_code LineWalker::usage_member(od::value& v, int depth) {
             std::int64_t negative = 0;
             if (member.get_int64().get(negative) == SUCCESS) {
                 if (negative == 0) *slot = 0;
-                continue;
+                return SUCCESS;
             }
         }
-        MP_TRY(skip(member, depth + 1));
-    }
-    return SUCCESS;
+        return skip(member, depth + 1);
+    });
 }
 
 error_code LineWalker::response_member(od::value& v) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, 1);
-    od::object response;
-    MP_TRY(v.get_object().get(response));
-    for (auto result : response) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
-        od::value& member = field.value();
-        if (key == "model") {
-            MP_TRY(model_member(member, 2));
-        } else if (key == "usage") {
-            MP_TRY(usage_member(member, 2));
-        } else if (key == "error") {
-            MP_TRY(error_member(member, 2, response_error));
-        } else {
-            MP_TRY(skip(member, 2));
-        }
-    }
-    return SUCCESS;
+    return object_fields(v, 1, [&](std::string_view key, od::value& member) -> error_code {
+        if (key == "model") return model_member(member, 2);
+        if (key == "usage") return usage_member(member, 2);
+        if (key == "error") return error_member(member, 2, response_error);
+        return skip(member, 2);
+    });
 }
 
 error_code LineWalker::message_member(od::value& v) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, 1);
-    od::object message;
-    MP_TRY(v.get_object().get(message));
-    for (auto result : message) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
-        od::value& member = field.value();
-        if (key == "model") {
-            MP_TRY(model_member(member, 2));
-        } else if (key == "usage") {
-            MP_TRY(usage_member(member, 2));
-        } else {
-            MP_TRY(skip(member, 2));
-        }
-    }
-    return SUCCESS;
+    return object_fields(v, 1, [&](std::string_view key, od::value& member) -> error_code {
+        if (key == "model") return model_member(member, 2);
+        if (key == "usage") return usage_member(member, 2);
+        return skip(member, 2);
+    });
 }
 
 }  // namespace modelproxy::sse::detail

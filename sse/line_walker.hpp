@@ -5,10 +5,9 @@
 // handler consumes the value it is given fully, so nothing is skipped
 // unvalidated. Internal to sse/: the Inspector is the interface.
 //
-// Cost: keys and strings without a backslash are read in place (simdjson's
-// stage 1 has already checked their UTF-8 and control characters), so only
-// a string with an escape is unescaped into the parser's buffer; that is
-// where the escapes are validated.
+// Keys and strings are read through simdjson's own accessors, which run all
+// of On-Demand's checks (an in-place read once skipped the check of what
+// follows a value and let `{"a":"b":5}` through).
 #pragma once
 
 #include "policy/endpoint.hpp"
@@ -19,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 // Returns a simdjson error from the enclosing function (every step of the
 // On-Demand walk can fail); shared by line_walker.cpp and line_walker_text.cpp.
@@ -30,6 +30,39 @@
     } while (false)
 
 namespace modelproxy::sse::detail {
+
+// JSON's number grammar, whole token, trailing whitespace allowed.
+bool valid_number(std::string_view token);
+// A member's key, unescaped (which validates its escapes).
+simdjson::error_code key_of(simdjson::ondemand::field& field, std::string_view& out);
+// A value known to be a string, unescaped (which validates its escapes).
+simdjson::error_code string_of(simdjson::ondemand::value& v, std::string_view& out);
+
+// An object's fields, each key read with key_of, handed in order to
+// on_field(key, value), which must consume the value (On-Demand is forward
+// only). The first error stops the walk.
+template <class OnField>
+simdjson::error_code each_field(simdjson::ondemand::object& object, OnField&& on_field) {
+    for (auto result : object) {
+        simdjson::ondemand::field field;
+        MP_TRY(std::move(result).get(field));
+        std::string_view key;
+        MP_TRY(key_of(field, key));
+        MP_TRY(on_field(key, field.value()));
+    }
+    return simdjson::SUCCESS;
+}
+
+// An array's elements, handed in order to on_element(value).
+template <class OnElement>
+simdjson::error_code each_element(simdjson::ondemand::array& array, OnElement&& on_element) {
+    for (auto result : array) {
+        simdjson::ondemand::value element;
+        MP_TRY(result.get(element));
+        MP_TRY(on_element(element));
+    }
+    return simdjson::SUCCESS;
+}
 
 // What one `error` object declared, as views into the parser (valid until
 // its next iterate).
@@ -78,6 +111,18 @@ private:
     using value = simdjson::ondemand::value;
     using error_code = simdjson::error_code;
 
+    // A member that should be an object: its fields to on_field (each_field);
+    // any other value is validated and skipped at `depth`.
+    template <class OnField>
+    error_code object_fields(value& v, int depth, OnField&& on_field) {
+        simdjson::ondemand::json_type type;
+        MP_TRY(v.type().get(type));
+        if (type != simdjson::ondemand::json_type::object) return skip(v, depth);
+        simdjson::ondemand::object object;
+        MP_TRY(v.get_object().get(object));
+        return each_field(object, on_field);
+    }
+
     error_code top_member(std::string_view key, value& v);
     error_code skip(value& v, int depth);
     error_code nonempty(value& v, int depth, bool& out);
@@ -117,16 +162,5 @@ private:
     const char* text_end_;
 };
 
-// JSON's number grammar, whole token, trailing whitespace allowed.
-bool valid_number(std::string_view token);
-
-// A member's key: in place when it holds no backslash, else unescaped (which
-// validates its escapes).
-simdjson::error_code key_of(simdjson::ondemand::field& field, std::string_view& out);
-
-// A value known to be a string: in place when it holds no backslash, else
-// unescaped into the parser's buffer (which validates its escapes). Leaves
-// an in-place string unconsumed: the enclosing iterator steps over it.
-simdjson::error_code string_of(simdjson::ondemand::value& v, std::string_view& out);
 
 }  // namespace modelproxy::sse::detail

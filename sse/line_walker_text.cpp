@@ -44,59 +44,31 @@ error_code LineWalker::choices_member(od::value& v) {
     MP_TRY(v.get_array().get(choices));
     std::vector<AnswerFragment>& fragments = out_.answer_fragments;
     std::int64_t position = 0;
-    for (auto result : choices) {
-        od::value choice;
-        MP_TRY(result.get(choice));
+    return each_element(choices, [&](od::value& choice) -> error_code {
         std::int64_t index = position++;  // a choice without `index` is known by its position
-        od::json_type choice_type;
-        MP_TRY(choice.type().get(choice_type));
-        if (choice_type != od::json_type::object) {
-            MP_TRY(skip(choice, 2));
-            continue;
-        }
         const std::size_t first = fragments.size();
-        od::object object;
-        MP_TRY(choice.get_object().get(object));
-        for (auto field_result : object) {
-            od::field field;
-            MP_TRY(std::move(field_result).get(field));
-            std::string_view key;
-            MP_TRY(key_of(field, key));
-            od::value& member = field.value();
-            if (key == "finish_reason") {
-                MP_TRY(finish_reason_member(member, 3));
-            } else if (key == "index") {
-                MP_TRY(int_member(member, 3, index));
-            } else if (endpoint_ == Endpoint::chat_completions && key == "delta") {
-                MP_TRY(delta_member(member, 3));
-            } else if (endpoint_ == Endpoint::completions && key == "text") {
+        MP_TRY(object_fields(choice, 2, [&](std::string_view key, od::value& member) -> error_code {
+            if (key == "finish_reason") return finish_reason_member(member, 3);
+            if (key == "index") return int_member(member, 3, index);
+            if (endpoint_ == Endpoint::chat_completions && key == "delta") return delta_member(member, 3);
+            if (endpoint_ == Endpoint::completions && key == "text") {
                 std::string_view text;
                 MP_TRY(string_member(member, 3, text));
                 if (!text.empty()) out_.answer_text = true;
                 push(fragments, Field::text, text);
-            } else {
-                MP_TRY(skip(member, 3));
+                return SUCCESS;
             }
-        }
+            return skip(member, 3);
+        }));
         for (std::size_t i = first; i < fragments.size(); ++i) fragments[i].key.index = index;
-    }
-    return SUCCESS;
+        return SUCCESS;
+    });
 }
 
 // A chat choice's delta: answer text when a member other than `role` is
 // non-empty; the text members' strings are fragments.
 error_code LineWalker::delta_member(od::value& v, int depth) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, depth);
-    od::object delta;
-    MP_TRY(v.get_object().get(delta));
-    for (auto result : delta) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
-        od::value& member = field.value();
+    return object_fields(v, depth, [&](std::string_view key, od::value& member) -> error_code {
         bool filled = false;
         if (key == "role") {
             MP_TRY(skip(member, depth + 1));
@@ -114,8 +86,8 @@ error_code LineWalker::delta_member(od::value& v, int depth) {
             MP_TRY(nonempty(member, depth + 1, filled));
         }
         if (filled) out_.answer_text = true;
-    }
-    return SUCCESS;
+        return SUCCESS;
+    });
 }
 
 // A member whose string is answer text (pushed when non-empty); `filled` is
@@ -139,21 +111,14 @@ error_code LineWalker::function_member(od::value& v, int depth, bool& filled) {
     if (type != od::json_type::object) return nonempty(v, depth, filled);
     od::object function;
     MP_TRY(v.get_object().get(function));
-    for (auto result : function) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
+    return each_field(function, [&](std::string_view key, od::value& member) -> error_code {
         filled = true;
-        if (key == "arguments") {
-            std::string_view text;
-            MP_TRY(string_member(field.value(), depth + 1, text));
-            push(out_.answer_fragments, Field::arguments, text);
-        } else {
-            MP_TRY(skip(field.value(), depth + 1));
-        }
-    }
-    return SUCCESS;
+        if (key != "arguments") return skip(member, depth + 1);
+        std::string_view text;
+        MP_TRY(string_member(member, depth + 1, text));
+        push(out_.answer_fragments, Field::arguments, text);
+        return SUCCESS;
+    });
 }
 
 error_code LineWalker::tool_calls_member(od::value& v, int depth, bool& filled) {
@@ -164,54 +129,25 @@ error_code LineWalker::tool_calls_member(od::value& v, int depth, bool& filled) 
     MP_TRY(v.get_array().get(calls));
     std::vector<AnswerFragment>& fragments = out_.answer_fragments;
     std::int64_t position = 0;
-    for (auto result : calls) {
-        od::value call;
-        MP_TRY(result.get(call));
+    return each_element(calls, [&](od::value& call) -> error_code {
         filled = true;
         std::int64_t index = position++;
-        od::json_type call_type;
-        MP_TRY(call.type().get(call_type));
-        if (call_type != od::json_type::object) {
-            MP_TRY(skip(call, depth + 1));
-            continue;
-        }
         const std::size_t first = fragments.size();
-        od::object object;
-        MP_TRY(call.get_object().get(object));
-        for (auto field_result : object) {
-            od::field field;
-            MP_TRY(std::move(field_result).get(field));
-            std::string_view key;
-            MP_TRY(key_of(field, key));
-            od::value& member = field.value();
+        MP_TRY(object_fields(call, depth + 1, [&](std::string_view key, od::value& member) -> error_code {
             bool ignored = false;
-            if (key == "index") {
-                MP_TRY(int_member(member, depth + 2, index));
-            } else if (key == "function") {
-                MP_TRY(function_member(member, depth + 2, ignored));
-            } else {
-                MP_TRY(skip(member, depth + 2));
-            }
-        }
+            if (key == "index") return int_member(member, depth + 2, index);
+            if (key == "function") return function_member(member, depth + 2, ignored);
+            return skip(member, depth + 2);
+        }));
         for (std::size_t i = first; i < fragments.size(); ++i) fragments[i].key.sub = index;
-    }
-    return SUCCESS;
+        return SUCCESS;
+    });
 }
 
 // Messages: a `content_block_delta`'s delta.{text, partial_json, thinking}
 // (settle_fragments drops them on other event types).
 error_code LineWalker::messages_delta_member(od::value& v) {
-    od::json_type type;
-    MP_TRY(v.type().get(type));
-    if (type != od::json_type::object) return skip(v, 1);
-    od::object delta;
-    MP_TRY(v.get_object().get(delta));
-    for (auto result : delta) {
-        od::field field;
-        MP_TRY(std::move(result).get(field));
-        std::string_view key;
-        MP_TRY(key_of(field, key));
-        od::value& member = field.value();
+    return object_fields(v, 1, [&](std::string_view key, od::value& member) -> error_code {
         Field kind;
         if (key == "text") {
             kind = Field::content;
@@ -220,14 +156,13 @@ error_code LineWalker::messages_delta_member(od::value& v) {
         } else if (key == "thinking") {
             kind = Field::reasoning;
         } else {
-            MP_TRY(skip(member, 2));
-            continue;
+            return skip(member, 2);
         }
         std::string_view text;
         MP_TRY(string_member(member, 2, text));
         push(out_.answer_fragments, kind, text);
-    }
-    return SUCCESS;
+        return SUCCESS;
+    });
 }
 
 error_code LineWalker::finish_reason_member(od::value& v, int depth) {
@@ -263,7 +198,5 @@ void LineWalker::settle_fragments() {
         for (AnswerFragment& f : fragments) f.key.index = top_index;
     }
 }
-
-#undef MP_TRY
 
 }  // namespace modelproxy::sse::detail

@@ -1,5 +1,7 @@
 #include "transport/upstream.hpp"
 
+#include "policy/ascii.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -30,17 +32,6 @@ bool is_drop(const boost::system::error_code& ec) {
            ec == asio::error::broken_pipe || ec == asio::error::connection_aborted ||
            ec == http::error::end_of_stream || ec == http::error::partial_message ||
            ec == asio::ssl::error::stream_truncated || ec == asio::error::not_connected;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        char x = a[i], y = b[i];
-        if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-        if (x != y) return false;
-    }
-    return true;
 }
 
 // An idle HTTP/1.1 connection has nothing to say. Bytes waiting on it (an
@@ -293,10 +284,10 @@ asio::awaitable<Fault> Exchange::read_head(Clock::time_point deadline) {
         break;
     }
     auto coding = trim(c.parser_->get()[http::field::content_encoding]);
-    if (coding.empty() || iequals(coding, "identity")) {
-    } else if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
+    if (coding.empty() || policy::iequals(coding, "identity")) {
+    } else if (policy::iequals(coding, "gzip") || policy::iequals(coding, "x-gzip")) {
         c.inflater_.emplace(Inflater::Coding::gzip);
-    } else if (iequals(coding, "deflate")) {
+    } else if (policy::iequals(coding, "deflate")) {
         c.inflater_.emplace(Inflater::Coding::deflate);
     } else {
         failed_ = true;
@@ -310,7 +301,7 @@ const ResponseHeader& Exchange::head() const { return connection_->parser_->get(
 bool Exchange::event_stream() const {
     auto type = connection_->parser_->get()[http::field::content_type];
     auto semi = type.find(';');
-    return iequals(trim(type.substr(0, semi)), "text/event-stream");
+    return policy::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
 asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,

@@ -77,3 +77,26 @@ TEST_CASE("record strings are JSON-escaped, so a client request id cannot break 
     CHECK(line.find('\n') == line.size() - 1);
     CHECK(boost::json::parse(line).as_object().at("request_id") == "a\"b\nc");
 }
+
+TEST_CASE("every kind of string value comes back from the line unchanged", "[records]") {
+    // Plain ASCII is written as is; anything JSON escapes (quotes,
+    // backslashes, control bytes, DEL, UTF-8) goes through the serializer.
+    const std::string values[] = {"req-abc_123.x", "", "back\\slash", "tab\there", std::string("nul\0x", 5),
+                                  "del\x7f", "caf\xc3\xa9", "\x01\x1f", "{\"json\":1}", "ends with space "};
+    for (const std::string& v : values) {
+        AttemptRecord r;
+        r.request_id = v;
+        r.model = v;
+        r.decision = "ok";
+        const std::string line = to_json_line(r);
+        CHECK(line.find('\n') == line.size() - 1);
+        auto o = boost::json::parse(line).as_object();
+        if (v.empty()) {
+            CHECK(o.at("request_id").is_null());
+        } else {
+            CHECK(o.at("request_id").as_string() == v);
+            CHECK(o.at("model").as_string() == v);
+        }
+        CHECK(o.size() == 14);
+    }
+}
