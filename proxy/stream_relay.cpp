@@ -216,6 +216,9 @@ TurnRun::ReadLimit TurnRun::read_limit() const {
 
 RelayStep TurnRun::relay_read(bool done, Fault fault, Failed& failed, metrics::UsageTally& usage) {
     sse::Reader& reader = plan_.stream.reader;
+    // The credential scan's raw channel over the whole read in one call;
+    // relay_events tells it each event's size (StreamScan::feed_read).
+    if (plan_.stream.secrets) plan_.stream.secrets->feed_read(plan_.stream.piece);
     if (!plan_.stream.piece.empty()) reader.feed(plan_.stream.piece);
     if (done || fault != Fault::none) reader.finish();
     return relay_events(fault != Fault::none, failed, usage);
@@ -225,9 +228,11 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
     StreamRelay& r = plan_.stream;
     sse::Inspector& inspector = worker_.inspector();
     while (const sse::Event* event = r.reader.next()) {
-        if (!sse::event_counts(*event, at_fault)) continue;
-        // Section 8's credential scan: the raw bytes here, then each data
-        // line's answer text from the one Inspector walk the other checks use.
+        const bool counts = sse::event_counts(*event, at_fault);
+        // Section 8's credential scan: the raw bytes (scanned per read in
+        // relay_read; a match is charged to the counted event it ends in),
+        // then each data line's answer text from the one Inspector walk the
+        // other checks use.
         const auto credential_refusal = [&] {
             failed = refusal("credential", "credential_in_response",
                              "the upstream stream carried credential material", policy::ErrorClass::credential);
@@ -237,8 +242,10 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             return r.secrets && r.secrets->feed_answer_text(info.answer_fragments) ==
                                     sse::CredentialVerdict::credential_in_response;
         };
-        if (r.secrets && r.secrets->feed_bytes(event->raw) == sse::CredentialVerdict::credential_in_response)
+        if (r.secrets && r.secrets->event_passed(event->raw.size(), counts) ==
+                             sse::CredentialVerdict::credential_in_response)
             return credential_refusal();
+        if (!counts) continue;
         if (r.saw_done) {
             // Read for section 8 (credentials, identity), never forwarded.
             bool leak = false, foreign = false;

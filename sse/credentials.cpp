@@ -158,10 +158,12 @@ std::string pattern_problem(const std::string& pattern) {
 struct MatchContext {
     const CompiledSecrets* compiled;
     std::string_view rule;
+    unsigned long long to = 0;  // the match's end, as an offset into the stream
 };
 
-int on_match(unsigned int id, unsigned long long, unsigned long long, unsigned int, void* context) {
+int on_match(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) {
     auto* ctx = static_cast<MatchContext*>(context);
+    ctx->to = to;
     ctx->rule = id < ctx->compiled->labels.size() ? std::string_view(ctx->compiled->labels[id])
                                                   : std::string_view("unknown rule");
     return 1;  // the first match decides: stop scanning
@@ -219,13 +221,16 @@ hs_scratch_t* thread_scratch(const CompiledSecrets& compiled) {
 // Feeds bytes to an open stream in pieces Vectorscan's length type can take.
 // The matched rule, empty when none; scan_failure_rule on an engine error.
 std::string_view scan_stream(hs_stream_t* stream, std::string_view bytes, hs_scratch_t* scratch,
-                             const CompiledSecrets* compiled) {
+                             const CompiledSecrets* compiled, unsigned long long* match_end = nullptr) {
     MatchContext ctx{compiled, {}};
     while (!bytes.empty()) {
         const std::size_t n = std::min<std::size_t>(bytes.size(), UINT_MAX);
         const hs_error_t rc =
             hs_scan_stream(stream, bytes.data(), static_cast<unsigned>(n), 0, scratch, on_match, &ctx);
-        if (rc == HS_SCAN_TERMINATED) return ctx.rule.empty() ? scan_failure_rule : ctx.rule;
+        if (rc == HS_SCAN_TERMINATED) {
+            if (match_end && !ctx.rule.empty()) *match_end = ctx.to;
+            return ctx.rule.empty() ? scan_failure_rule : ctx.rule;
+        }
         if (rc != HS_SUCCESS) return scan_failure_rule;
         bytes.remove_prefix(n);
     }
@@ -401,7 +406,11 @@ StreamScan::StreamScan(StreamScan&& other) noexcept
       used_(std::exchange(other.used_, 0)),
       finished_(other.finished_),
       verdict_(other.verdict_),
-      matched_rule_(other.matched_rule_) {
+      matched_rule_(other.matched_rule_),
+      read_bytes_(other.read_bytes_),
+      events_end_(other.events_end_),
+      held_end_(other.held_end_),
+      held_rule_(other.held_rule_) {
     other.channels_.clear();
 }
 
@@ -416,6 +425,10 @@ StreamScan& StreamScan::operator=(StreamScan&& other) noexcept {
         finished_ = other.finished_;
         verdict_ = other.verdict_;
         matched_rule_ = other.matched_rule_;
+        read_bytes_ = other.read_bytes_;
+        events_end_ = other.events_end_;
+        held_end_ = other.held_end_;
+        held_rule_ = other.held_rule_;
     }
     return *this;
 }
@@ -480,6 +493,32 @@ CredentialVerdict StreamScan::feed_bytes(std::string_view raw) {
     return scan(raw_, raw);
 }
 
+void StreamScan::feed_read(std::string_view bytes) {
+    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return;
+    if (held_rule_.empty() && !bytes.empty()) {
+        hs_scratch_t* scratch = raw_ ? thread_scratch(*compiled_) : nullptr;
+        unsigned long long end = 0;
+        const std::string_view rule =
+            scratch ? scan_stream(raw_, bytes, scratch, compiled_.get(), &end) : scan_failure_rule;
+        if (!rule.empty()) {
+            held_rule_ = rule;
+            // A failed scan (no match offset) is charged to the first event
+            // that ends in this read.
+            held_end_ = rule == scan_failure_rule ? read_bytes_ + 1 : end;
+        }
+    }
+    read_bytes_ += bytes.size();
+}
+
+CredentialVerdict StreamScan::event_passed(std::size_t raw_size, bool counts) {
+    events_end_ += raw_size;
+    if (verdict_ == CredentialVerdict::clean && counts && !held_rule_.empty() && held_end_ <= events_end_) {
+        verdict_ = CredentialVerdict::credential_in_response;
+        matched_rule_ = held_rule_;
+    }
+    return verdict_;
+}
+
 CredentialVerdict StreamScan::feed_answer_text(std::span<const AnswerFragment> fragments) {
     if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return verdict_;
     for (const AnswerFragment& fragment : fragments)
@@ -518,6 +557,8 @@ void StreamScan::reset() {
     verdict_ = CredentialVerdict::clean;
     matched_rule_ = {};
     finished_ = false;
+    read_bytes_ = events_end_ = held_end_ = 0;
+    held_rule_ = {};
     if (!compiled_ || !compiled_->stream) return;
     if (raw_) {
         hs_reset_stream(raw_, 0, nullptr, nullptr, nullptr);

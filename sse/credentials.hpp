@@ -129,6 +129,19 @@ public:
     StreamScan& operator=(StreamScan&&) noexcept;
 
     CredentialVerdict feed_bytes(std::string_view raw);
+    // The raw channel one upstream read at a time, for the stream relay:
+    // Vectorscan's cost is mostly per call, so one call per read (a few per
+    // stream) instead of one per event. feed_read scans the stream's next
+    // bytes; a match is held with the stream offset where it ends, not yet
+    // the verdict. event_passed(size, counts) is told each event the reader
+    // yields, in order (its raw size; whether the relay counts it): the held
+    // match becomes the verdict at the counted event whose bytes it ends in,
+    // so the events before it go out exactly as when each event was scanned
+    // alone with feed_bytes, and a match in a tail the relay drops (an
+    // unterminated last event of a broken stream) refuses nothing. Do not
+    // mix with feed_bytes on one scan.
+    void feed_read(std::string_view bytes);
+    CredentialVerdict event_passed(std::size_t raw_size, bool counts);
     // One data line's answer-text fragments, in line order.
     CredentialVerdict feed_answer_text(std::span<const AnswerFragment> fragments);
     // The stream ended: patterns anchored at the end (`$` in a secret
@@ -162,6 +175,12 @@ private:
     bool finished_ = false;
     CredentialVerdict verdict_ = CredentialVerdict::clean;
     std::string_view matched_rule_;
+    // feed_read / event_passed: bytes read and bytes of events passed so
+    // far, and a match held until the relay reaches the event it ends in.
+    std::uint64_t read_bytes_ = 0;
+    std::uint64_t events_end_ = 0;
+    std::uint64_t held_end_ = 0;
+    std::string_view held_rule_;
 };
 
 }  // namespace modelproxy::sse

@@ -251,6 +251,28 @@ TEST_CASE("a default secret shape as a whole token is refused, inside a word or 
     }
 }
 
+TEST_CASE("a key in the raw bytes of one event refuses that event, and the clean ones of the same read go out",
+          "[boundary]") {
+    // One upstream write, so one read holds every event: the raw bytes are
+    // scanned per read, and the key is charged to the event it ends in.
+    const std::string key = "sk-test-0123456789abcdefghij";
+    std::string leaking = text_event("m", "more");
+    leaking.insert(leaking.find(R"("choices")"), R"("system_fingerprint":")" + key + R"(",)");
+    const std::vector<std::string> published{role_event("m"), text_event("m", "Hello "), text_event("m", "world")};
+    FakeProvider fake;
+    fake.push(Script::sse({joined(published) + leaking + finish_event("m") + done_event}));
+    auto proxy = start_proxy(one_route(fake, "[m]", "    api_key_env: MP_KEY\n"), Environment{{"MP_KEY", key}});
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request("m", true));
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.body.rfind(joined(published), 0) == 0);
+    CHECK(r.wire.find(key) == std::string::npos);
+    CHECK(r.body.find("more") == std::string::npos);
+    check_closing_error(r, "credential_in_response");
+    CHECK(fake.request_count() == 1);
+}
+
 TEST_CASE("a secret split across two stream events after publication ends the stream with credential_in_response",
           "[boundary]") {
     FakeProvider fake;

@@ -565,3 +565,77 @@ TEST_CASE("credentials: body and stream scans allocate nothing once the thread i
     hs_set_stream_allocator(nullptr, nullptr);
     CHECK(counted == 0);
 }
+
+TEST_CASE("credentials: the raw channel per read refuses at the event the secret ends in", "[credentials]") {
+    // What the stream relay does (feed_read per upstream read, event_passed
+    // per event) refuses at the same event as feed_bytes per event, for any
+    // read size: the clean events before it, in the same read or not, pass.
+    const CredentialScanner scanner = make({"upstream-KEY-0123456789"}, {}, false);
+    const Strings events = {"data: {\"a\":1}\n\n", ": keep-alive\n\n", "\n\ndata: {\"b\":2}\r\n\r\n",
+                            "data: {\"x\":\"upstream-KEY-0123456789\"}\n\n", "data: {\"c\":3}\n\n"};
+    std::string body;
+    for (const std::string& e : events) body += e;
+    {
+        StreamScan scan = scanner.stream_scan();
+        int refused = -1;
+        for (std::size_t i = 0; i < events.size() && refused < 0; ++i)
+            if (scan.feed_bytes(events[i]) != CredentialVerdict::clean) refused = static_cast<int>(i);
+        REQUIRE(refused == 3);
+    }
+    for (std::size_t read : {body.size(), std::size_t{1}, std::size_t{7}, std::size_t{30}, std::size_t{64}}) {
+        CAPTURE(read);
+        modelproxy::sse::Reader reader;
+        StreamScan scan = scanner.stream_scan();
+        int event = 0, refused = -1;
+        for (std::size_t at = 0; at < body.size() && refused < 0; at += read) {
+            const std::string_view piece = std::string_view(body).substr(at, read);
+            scan.feed_read(piece);
+            reader.feed(piece);
+            while (const auto* e = reader.next()) {
+                if (scan.event_passed(e->raw.size(), true) != CredentialVerdict::clean) {
+                    refused = event;
+                    break;
+                }
+                ++event;
+            }
+        }
+        CHECK(refused == 3);
+        CHECK(scan.matched_rule().size() > 0);
+    }
+}
+
+TEST_CASE("credentials: a secret in a tail the relay drops refuses nothing", "[credentials]") {
+    // A broken stream's unterminated last event is not relayed (sse::event_counts):
+    // a secret only there is not a leak, as with feed_bytes, which never saw it.
+    const CredentialScanner scanner = make({"upstream-KEY-0123456789"}, {}, false);
+    const std::string body = "data: {\"a\":1}\n\ndata: {\"x\":\"upstream-KEY-0123456789";
+    modelproxy::sse::Reader reader;
+    StreamScan scan = scanner.stream_scan();
+    scan.feed_read(body);
+    reader.feed(body);
+    reader.finish();
+    std::vector<bool> counted;
+    while (const auto* e = reader.next()) {
+        const bool counts = e->terminated;
+        counted.push_back(counts);
+        CHECK(scan.event_passed(e->raw.size(), counts) == CredentialVerdict::clean);
+    }
+    CHECK(counted == std::vector<bool>{true, false});
+}
+
+TEST_CASE("credentials: a secret that ends in a later read waits for its event", "[credentials]") {
+    const CredentialScanner scanner = make({"upstream-KEY-0123456789"}, {}, false);
+    StreamScan scan = scanner.stream_scan();
+    const std::string first = "data: {\"a\":1}\n\ndata: {\"x\":\"upstream-KEY-01";
+    const std::string second = "23456789\"}\n\ndata: {\"b\":2}\n\n";
+    scan.feed_read(first);
+    CHECK(scan.event_passed(15, true) == CredentialVerdict::clean);  // data: {"a":1}\n\n
+    scan.feed_read(second);
+    CHECK(scan.verdict() == CredentialVerdict::clean);  // held, not yet charged
+    const std::size_t leaking = first.size() - 15 + second.find("\n\n") + 2;
+    CHECK(scan.event_passed(leaking, true) == CredentialVerdict::credential_in_response);
+    scan.reset();
+    CHECK(scan.verdict() == CredentialVerdict::clean);
+    scan.feed_read("data: {\"b\":2}\n\n");
+    CHECK(scan.event_passed(15, true) == CredentialVerdict::clean);  // nothing held over the reset
+}
