@@ -489,8 +489,9 @@ hs_stream_t* StreamScan::channel(const AnswerTextKey& key) {
 }
 
 CredentialVerdict StreamScan::feed_bytes(std::string_view raw) {
-    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return verdict_;
-    return scan(raw_, raw);
+    // One read that is one whole counted event: a match in it is charged at once.
+    feed_read(raw);
+    return event_passed(raw.size(), true);
 }
 
 void StreamScan::feed_read(std::string_view bytes) {

@@ -107,15 +107,16 @@ private:
 
 // Stream mode, one per attempt. Two channels (section 8: "scan the bytes and
 // each choice's concatenated answer text"):
-//  - the raw bytes, in order, as one Vectorscan stream: feed_bytes() takes
-//    any split (events, reads), so a secret split across them is found;
+//  - the raw bytes, in order, as one Vectorscan stream: feed_read() (or
+//    feed_bytes()) takes any split, so a secret split across reads is found;
 //  - the decoded answer text of each AnswerTextKey, each its own Vectorscan
 //    stream, fed by feed_answer_text() with the fragments the Inspector
 //    collected from a data line (DataInfo::answer_fragments): a token split
 //    across events' JSON strings ("sk-proj-AAAA" then "BBBB...") is found
 //    although the raw bytes never hold it contiguously. The line is parsed
 //    once, by the Inspector, for every check.
-// The relay, per event: feed_bytes(event.raw), then for each data line
+// The relay: feed_read(piece) per upstream read, then per event
+// event_passed(event.raw.size(), counts) and, for each data line,
 // feed_answer_text(inspector.inspect(event, i, endpoint).answer_fragments).
 // A match is reported by the call that completes the secret, so the relay can
 // withhold that event. The first match is final: later calls return it
@@ -128,8 +129,7 @@ public:
     StreamScan(StreamScan&&) noexcept;
     StreamScan& operator=(StreamScan&&) noexcept;
 
-    CredentialVerdict feed_bytes(std::string_view raw);
-    // The raw channel one upstream read at a time, for the stream relay:
+    // The raw channel, for the stream relay, one upstream read at a time:
     // Vectorscan's cost is mostly per call, so one call per read (a few per
     // stream) instead of one per event. feed_read scans the stream's next
     // bytes; a match is held with the stream offset where it ends, not yet
@@ -138,10 +138,12 @@ public:
     // match becomes the verdict at the counted event whose bytes it ends in,
     // so the events before it go out exactly as when each event was scanned
     // alone with feed_bytes, and a match in a tail the relay drops (an
-    // unterminated last event of a broken stream) refuses nothing. Do not
-    // mix with feed_bytes on one scan.
+    // unterminated last event of a broken stream) refuses nothing.
     void feed_read(std::string_view bytes);
     CredentialVerdict event_passed(std::size_t raw_size, bool counts);
+    // feed_read and event_passed of one counted event's bytes at once: the
+    // verdict as soon as a secret ends in `raw`.
+    CredentialVerdict feed_bytes(std::string_view raw);
     // One data line's answer-text fragments, in line order.
     CredentialVerdict feed_answer_text(std::span<const AnswerFragment> fragments);
     // The stream ended: patterns anchored at the end (`$` in a secret
