@@ -139,9 +139,9 @@ Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) 
     // The upstream head: the route's Host, the client's end-to-end headers
     // less credentials the route replaces, the route's key and static headers.
     // The Connection tokens are read in place for each field, not collected.
+    const auto connection_fields = req.equal_range(http::field::connection);
     const auto connection_listed = [&](std::string_view name) {
-        const auto [first, last] = req.equal_range(http::field::connection);
-        for (auto it = first; it != last; ++it)
+        for (auto it = connection_fields.first; it != connection_fields.second; ++it)
             if (connection_lists(it->value(), name) == ConnectionListed::yes) return ConnectionListed::yes;
         return ConnectionListed::no;
     };
