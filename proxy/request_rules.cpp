@@ -1,6 +1,5 @@
 #include "proxy/request_rules.hpp"
 
-#include "config/syntax.hpp"
 #include "proxy/json_string.hpp"
 
 #include <simdjson.h>
@@ -772,15 +771,6 @@ bool any_connection_token(std::string_view connection_value, OnToken on_token) {
 
 }  // namespace
 
-std::vector<std::string> connection_tokens(std::string_view connection_value) {
-    std::vector<std::string> tokens;
-    any_connection_token(connection_value, [&](std::string_view token) {
-        tokens.push_back(config::detail::to_lower(token));
-        return false;
-    });
-    return tokens;
-}
-
 ConnectionListed connection_lists(std::string_view connection_value, std::string_view name) {
     const bool listed = any_connection_token(connection_value, [&](std::string_view token) { return iequals(token, name); });
     return listed ? ConnectionListed::yes : ConnectionListed::no;
@@ -791,21 +781,6 @@ bool is_client_credential(std::string_view name) {
 }
 
 bool is_modelproxy_header(std::string_view name) { return istarts_with(name, "x-modelproxy-"); }
-
-namespace {
-
-bool named_by_connection(std::string_view name, const std::vector<std::string>& tokens) {
-    return std::any_of(tokens.begin(), tokens.end(), [&](const std::string& t) { return iequals(name, t); });
-}
-
-}  // namespace
-
-bool forward_request_header(std::string_view name, const std::vector<std::string>& connection_tokens,
-                            const CredentialRule& credentials) {
-    return forward_request_header(
-        name, named_by_connection(name, connection_tokens) ? ConnectionListed::yes : ConnectionListed::no,
-        credentials);
-}
 
 bool forward_request_header(std::string_view name, ConnectionListed listed, const CredentialRule& credentials) {
     if (is_hop_by_hop(name) || listed == ConnectionListed::yes) return false;
@@ -822,11 +797,6 @@ bool forward_request_header(std::string_view name, ConnectionListed listed, cons
         return false;
     }
     return true;
-}
-
-bool forward_response_header(std::string_view name, const std::vector<std::string>& connection_tokens) {
-    return forward_response_header(
-        name, named_by_connection(name, connection_tokens) ? ConnectionListed::yes : ConnectionListed::no);
 }
 
 bool forward_response_header(std::string_view name, ConnectionListed listed) {

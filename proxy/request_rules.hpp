@@ -238,17 +238,12 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 
 // ---------------------------------------------------------------- headers
 //
-// Names are compared ASCII case-insensitively; connection tokens are lower-case.
+// Names and Connection tokens are compared ASCII case-insensitively.
 
 using policy::iequals;
 
 // Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade.
 bool is_hop_by_hop(std::string_view name);
-
-// The lower-case field names listed in one Connection header value
-// ("keep-alive, X-Foo" -> {"keep-alive", "x-foo"}). Call once per Connection
-// field line and concatenate.
-std::vector<std::string> connection_tokens(std::string_view connection_value);
 
 // Whether one Connection header value lists `name` among its tokens
 // (case-insensitive). The tokens are read in place: nothing is copied or
@@ -283,10 +278,7 @@ struct CredentialRule {
 //  - the header that carried the client's token;
 //  - when the route injects a key: Authorization, x-api-key, api-key and the
 //    route's own key header (the sender writes the route's key).
-bool forward_request_header(std::string_view name, const std::vector<std::string>& connection_tokens,
-                            const CredentialRule& credentials);
-// The same, told whether the request's Connection header lists `name`
-// (connection_lists) instead of given its tokens.
+// `listed`: whether the request's Connection header lists `name` (connection_lists).
 bool forward_request_header(std::string_view name, ConnectionListed listed, const CredentialRule& credentials);
 
 // Whether an upstream response header is copied to the client. Never copied:
@@ -298,8 +290,7 @@ bool forward_request_header(std::string_view name, ConnectionListed listed, cons
 //    itself a modelproxy must not be mistaken for this one).
 // x-should-retry is copied here; on a non-success answer the relay replaces it
 // with "false" (section 6).
-bool forward_response_header(std::string_view name, const std::vector<std::string>& connection_tokens);
-// The same, told whether the upstream's Connection header lists `name`.
+// `listed`: whether the upstream's Connection header lists `name`.
 bool forward_response_header(std::string_view name, ConnectionListed listed);
 
 // ------------------------------------------------------------ client tokens

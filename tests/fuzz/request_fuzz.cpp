@@ -255,10 +255,14 @@ void check_headers(std::string_view line) {
     const std::size_t colon = line.find(':');
     const std::string_view name = trim(line.substr(0, colon));
     const std::string_view value = colon == std::string_view::npos ? std::string_view() : trim(line.substr(colon + 1));
-    const std::vector<std::string> tokens = connection_tokens(value);
-    for (const std::string& tok : tokens) {
-        MP_FUZZ_CHECK(!tok.empty() && tok == lowered(tok) && tok.find(',') == std::string::npos);
-        MP_FUZZ_CHECK(trim(tok) == tok);
+    // The Connection tokens, as an independent oracle: split at commas,
+    // optional whitespace trimmed, empty ones dropped, lower-cased.
+    std::vector<std::string> tokens;
+    for (std::string_view rest = value; !rest.empty();) {
+        const std::size_t comma = std::min(rest.find(','), rest.size());
+        const std::string_view tok = trim(rest.substr(0, comma));
+        if (!tok.empty()) tokens.push_back(lowered(tok));
+        rest.remove_prefix(std::min(comma + 1, rest.size()));
     }
     const std::string lname = lowered(name);
     bool hop = lname.starts_with("proxy-");
@@ -271,18 +275,16 @@ void check_headers(std::string_view line) {
     for (const std::string& tok : tokens) named = named || tok == lname;
     const ConnectionListed listed = connection_lists(value, name);
     MP_FUZZ_CHECK((listed == ConnectionListed::yes) == named);
-    MP_FUZZ_CHECK(forward_response_header(name, listed) == forward_response_header(name, tokens));
     for (const CredentialRule rule : {CredentialRule{}, CredentialRule{"x-goog-api-key", "authorization"},
                                       CredentialRule{"authorization", "x-api-key"}}) {
-        MP_FUZZ_CHECK(forward_request_header(name, listed, rule) == forward_request_header(name, tokens, rule));
-        if (!forward_request_header(name, tokens, rule)) continue;
+        if (!forward_request_header(name, listed, rule)) continue;
         MP_FUZZ_CHECK_THAT(!owned && !named, "a hop-by-hop or proxy-owned request header is forwarded");
         MP_FUZZ_CHECK(rule.client_token_header.empty() || lname != rule.client_token_header);
         if (!rule.injected_key_header.empty())
             MP_FUZZ_CHECK_THAT(!is_client_credential(name) && lname != rule.injected_key_header,
                                "a client credential is forwarded although the route injects a key");
     }
-    if (forward_response_header(name, tokens))
+    if (forward_response_header(name, listed))
         MP_FUZZ_CHECK(!is_hop_by_hop(name) && !named && lname != "content-length" && lname != "content-encoding" &&
                       !lname.starts_with("x-modelproxy-"));
     const std::vector<std::string> client_tokens{"tok-1", "tok-2", ""};
