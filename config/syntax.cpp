@@ -1,5 +1,6 @@
 #include "config/syntax.hpp"
 
+#include "config/url_guard.hpp"
 #include "policy/ascii.hpp"
 
 #include <boost/url/ipv4_address.hpp>
@@ -143,6 +144,12 @@ std::optional<std::string> refused_header(std::string_view lower_name) {
 
 std::variant<Upstream, std::string> parse_upstream(std::string_view url) {
     namespace urls = boost::urls;
+    if (const auto scheme = scheme_before_rootless_path(url); !scheme.empty()) {
+        if (policy::iequals(scheme, "http") || policy::iequals(scheme, "https")) {
+            return std::string("must name a host");
+        }
+        return "must start with http:// or https://, got " + std::string(scheme) + ":";
+    }
     const auto parsed = urls::parse_uri(urls::string_view(url.data(), url.size()));
     if (!parsed) {
         return std::string("must be an absolute http:// or https:// URL");

@@ -1,5 +1,8 @@
 #include "proxy/probe.hpp"
 
+#include "config/url_guard.hpp"
+#include "policy/ascii.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -84,6 +87,11 @@ asio::awaitable<void> probe_once(const ProbeTarget& t, std::chrono::milliseconds
 }  // namespace
 
 std::variant<ProbeTarget, std::string> parse_probe_url(std::string_view url) {
+    if (const auto scheme = config::scheme_before_rootless_path(url); !scheme.empty()) {
+        if (!policy::iequals(scheme, "http"))
+            return "only http:// is supported (the probe checks a proxy on this host), got " + std::string(scheme) + ":";
+        return std::string("the URL must name a host");
+    }
     const auto parsed = urls::parse_absolute_uri(urls::string_view(url.data(), url.size()));
     if (!parsed) return std::string("expected an absolute http:// URL, got \"" + std::string(url) + "\"");
     const urls::url_view& view = *parsed;

@@ -189,6 +189,8 @@ TEST_CASE("probe: usage problems exit 2 without connecting", "[probe]") {
         {{"probe", "https://127.0.0.1:" + port + "/healthz"}, "only http:// is supported"},
         {{"probe", "ftp://127.0.0.1:" + port + "/"}, "only http:// is supported"},
         {{"probe", "http:///healthz"}, "must name a host"},
+        {{"probe", "http:}"}, "must name a host"},
+        {{"probe", "https:}"}, "only http:// is supported"},
         {{"probe", "http://user:pw@127.0.0.1:" + port + "/"}, "must not carry user info"},
         {{"probe", "http://127.0.0.1:99999/"}, "port must be 1..65535"},
         {{"probe", "http://127.0.0.1:0/"}, "port must be 1..65535"},

@@ -62,6 +62,11 @@ TEST_CASE("bad upstream URLs are refused with the reason") {
         {"ws://example.com/v1", "must start with http:// or https://, got ws:"},
         {"https:///v1", "must name a host"},
         {"https:/v1", "must name a host"},
+        // Boost.URL 1.81 asserts on a scheme followed by a character that
+        // cannot begin a path; the config refuses these before parsing.
+        {"https:}", "must name a host"},
+        {"HTTP:x", "must name a host"},
+        {"ftp:}", "must start with http:// or https://, got ftp:"},
         {"https://user:pass@example.com/v1", "must not carry user info; put the key's variable in api_key_env"},
         {"https://key@example.com/v1", "must not carry user info; put the key's variable in api_key_env"},
         {"https://example.com/v1?api-version=1", "must not have a query; use the route's query map"},
