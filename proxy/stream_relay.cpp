@@ -1,4 +1,5 @@
-// A stream attempt's relay (SPEC section 7) and the head hold ticker.
+// A stream attempt's relay (SPEC section 7). The head hold ticker is in
+// hold_ticker.cpp.
 //
 // stream_attempt is a short coroutine: it reads, and writes what the plain
 // relay_* functions ask for. They do the work of each read on the plan's
@@ -12,7 +13,7 @@
 #include "sse/end_rule.hpp"
 #include "sse/inspect.hpp"
 
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <optional>
 
 namespace modelproxy::proxy {
 
@@ -44,53 +45,6 @@ void StreamRelay::clear() {
     held.clear();
     out.clear();
     piece.clear();
-}
-
-// SPEC section 7's head hold limit: a stream turn that has published nothing
-// after stream_head_hold_ms (waits and throttles included) publishes its head
-// and then a `: keep-alive` comment every 10 s, so load balancers and client
-// header timeouts do not cut it. Events stay held: a replay is still
-// invisible until answer text. Never completes by itself (it is one side of
-// run_turn's race); it goes quiet once answer text is out or the turn ends.
-asio::awaitable<void> TurnRun::hold_ticker() {
-    co_await asio::this_coro::throw_if_cancelled(false);
-    asio::steady_timer timer(client_.get_executor());
-    if (plan_.wants_stream) {
-        timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
-        auto [ec] = co_await timer.async_wait(use_tuple);
-        if (!ec && !head_out_ && !ending_) {
-            head_out_ = true;
-            ResponseHead head(200);
-            head.add("content-type", "text/event-stream");
-            head.add("cache-control", "no-cache");
-            head.add_modelproxy(attempts_, plan_.request_id);
-            head.chunked();
-            if (!keep_alive()) head.add("connection", "close");
-            std::string text = head.finish();
-            published_ = true;
-            bool ok = co_await write(text);
-            while (ok && !answering_ && !ending_) {
-                ok = co_await write_chunk(": keep-alive\n\n");
-                if (co_await cut()) co_return;
-                timer.expires_after(std::chrono::seconds(10));
-                auto [tec] = co_await timer.async_wait(use_tuple);
-                if (tec) break;
-            }
-        }
-    }
-    // A wait started after the race's cancellation is never cancelled: check
-    // first, or the turn would never end.
-    if (co_await cut()) co_return;
-    timer.expires_at(asio::steady_timer::time_point::max());
-    co_await timer.async_wait(use_tuple);
-}
-
-asio::awaitable<bool> TurnRun::run_with_ticker() {
-    using namespace boost::asio::experimental::awaitable_operators;
-    co_await asio::this_coro::throw_if_cancelled(false);
-    if (!plan_.wants_stream) co_return co_await run();
-    auto result = co_await (run() || hold_ticker());
-    co_return result.index() == 0 && std::get<0>(result);  // the ticker never ends by itself
 }
 
 // The first answer text (or a complete stream without any): the head, unless
@@ -224,108 +178,126 @@ RelayStep TurnRun::relay_read(bool done, Fault fault, Failed& failed, metrics::U
     return relay_events(fault != Fault::none, failed, usage);
 }
 
+// The events of one upstream read (or their rest, after publication).
+// Section 8's answer-text scan is batched: each data line's answer text is
+// noted as it is met and the read's notes are settled in one Vectorscan call
+// per answer text, before anything the events decided takes effect (every
+// return of the loop below, publish included). A secret found to end in
+// line k refuses exactly as when each line was scanned as it came: the
+// client gets the events before k's and nothing from it on (the buffers go
+// back to their sizes at its start), and only the usage of the lines before
+// k counts.
 RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTally& usage) {
     StreamRelay& r = plan_.stream;
     sse::Inspector& inspector = worker_.inspector();
-    while (const sse::Event* event = r.reader.next()) {
-        const bool counts = sse::event_counts(*event, at_fault);
-        // Section 8's credential scan: the raw bytes (scanned per read in
-        // relay_read; a match is charged to the counted event it ends in),
-        // then each data line's answer text from the one Inspector walk the
-        // other checks use.
-        const auto credential_refusal = [&] {
-            failed = refusal("credential", "credential_in_response",
-                             "the upstream stream carried credential material", policy::ErrorClass::credential);
-            return refuse_in_stream(failed);
-        };
-        const auto leaked = [&](const sse::DataInfo& info) {
-            return r.secrets && r.secrets->feed_answer_text(info.answer_fragments) ==
-                                    sse::CredentialVerdict::credential_in_response;
-        };
-        if (r.secrets && r.secrets->event_passed(event->raw.size(), counts) ==
-                             sse::CredentialVerdict::credential_in_response)
-            return credential_refusal();
-        if (!counts) continue;
-        if (r.saw_done) {
-            // Read for section 8 (credentials, identity), never forwarded.
-            bool leak = false, foreign = false;
-            for (std::size_t i = 0; (r.secrets || r.identity) && i < event->data.size(); ++i) {
-                const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
-                leak = leak || leaked(info);
-                foreign = foreign || (r.identity && sse::refused(r.identity->on_line(info)));
-            }
-            if (leak) return credential_refusal();
-            if (foreign) {
-                failed = refusal("model-identity", "model_identity_mismatch",
-                                 "the upstream stream carried a model this route does not accept after [DONE]",
-                                 policy::ErrorClass::identity);
-                return refuse_in_stream(failed);
-            }
-            continue;
-        }
-        bool answer = false, event_error = false, done_here = false;
-        policy::ProviderError declared;
-        for (std::size_t i = 0; i < event->data.size(); ++i) {
-            const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
-            if (leaked(info)) return credential_refusal();
-            usage.see(info.usage);
-            if (r.identity && sse::refused(r.identity->on_line(info))) {
-                failed = refusal("model-identity", "model_identity_mismatch",
-                                 "the upstream stream carried a model this route does not accept",
-                                 policy::ErrorClass::identity);
-                return refuse_in_stream(failed);
-            }
-            if (info.kind == sse::DataKind::done) {
-                done_here = true;
+    const auto credential_refusal = [&] {
+        failed = refusal("credential", "credential_in_response", "the upstream stream carried credential material",
+                         policy::ErrorClass::credential);
+        return refuse_in_stream(failed);
+    };
+    // A data line's answer text, for the settle below.
+    const auto note = [&](const sse::DataInfo& info) {
+        if (r.secrets) r.secrets->note_answer_text(r.batch.line(r.out.size(), r.held.size()), info.answer_fragments);
+    };
+    r.batch.clear();
+    const RelayStep step = [&]() -> RelayStep {
+        while (const sse::Event* event = r.reader.next()) {
+            const bool counts = sse::event_counts(*event, at_fault);
+            // The raw bytes were scanned per read in relay_read; a match is
+            // charged to the counted event it ends in.
+            if (r.secrets && r.secrets->event_passed(event->raw.size(), counts) ==
+                                 sse::CredentialVerdict::credential_in_response)
+                return credential_refusal();
+            if (!counts) continue;
+            if (r.saw_done) {
+                // Read for section 8 (credentials, identity), never forwarded.
+                bool foreign = false;
+                for (std::size_t i = 0; (r.secrets || r.identity) && i < event->data.size(); ++i) {
+                    const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                    note(info);
+                    foreign = foreign || (r.identity && sse::refused(r.identity->on_line(info)));
+                }
+                if (foreign) {
+                    failed = refusal("model-identity", "model_identity_mismatch",
+                                     "the upstream stream carried a model this route does not accept after [DONE]",
+                                     policy::ErrorClass::identity);
+                    return refuse_in_stream(failed);
+                }
                 continue;
             }
-            if (info.kind == sse::DataKind::unparseable && r.rules) {
-                // SPEC section 7: every data line must parse on its own.
-                policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
-                                         "unparseable-event"};
-                if (answering_) return close_with(c, "unparseable_event", false, "refused");
-                failed.classification = c;
-                failed.code = "unparseable_event";
-                failed.message = "the upstream stream carried a data line that is not JSON";
+            bool answer = false, event_error = false, done_here = false;
+            policy::ProviderError declared;
+            for (std::size_t i = 0; i < event->data.size(); ++i) {
+                const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                note(info);
+                r.batch.see(info.usage);
+                if (r.identity && sse::refused(r.identity->on_line(info))) {
+                    failed = refusal("model-identity", "model_identity_mismatch",
+                                     "the upstream stream carried a model this route does not accept",
+                                     policy::ErrorClass::identity);
+                    return refuse_in_stream(failed);
+                }
+                if (info.kind == sse::DataKind::done) {
+                    done_here = true;
+                    continue;
+                }
+                if (info.kind == sse::DataKind::unparseable && r.rules) {
+                    // SPEC section 7: every data line must parse on its own.
+                    policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
+                                             "unparseable-event"};
+                    if (answering_) return close_with(c, "unparseable_event", false, "refused");
+                    failed.classification = c;
+                    failed.code = "unparseable_event";
+                    failed.message = "the upstream stream carried a data line that is not JSON";
+                    failed.refusal = true;
+                    return RelayStep::fail;
+                }
+                r.saw_event = true;
+                if (info.structured_error) {
+                    event_error = true;
+                    declared = info.error;
+                }
+                if (info.answer_text) answer = true;
+                if (info.end_marker) r.saw_end = true;
+                if (info.finish_reason) r.saw_finish = true;
+            }
+            if (!event->data.empty()) r.saw_event = true;
+
+            if (answering_) {
+                // Forwarded as it is; an error event ends the client stream.
+                r.out += event->raw;
+                if (event_error)
+                    return close_with(policy::classify_error_event(declared, plan_.endpoint), "upstream_error_event",
+                                      true);
+                if (done_here) r.saw_done = true;
+                continue;
+            }
+            if (event_error && !r.error_event) r.error_event = declared;
+            r.held.append(event->raw);
+            if (static_cast<std::int64_t>(r.held.size()) > limits_.max_response_body_bytes) {
+                failed.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none,
+                                         "response-too-large"};
+                failed.code = "response_too_large";
+                failed.message = "the upstream stream held more than max_response_body_bytes before answer text";
                 failed.refusal = true;
                 return RelayStep::fail;
             }
-            r.saw_event = true;
-            if (info.structured_error) {
-                event_error = true;
-                declared = info.error;
-            }
-            if (info.answer_text) answer = true;
-            if (info.end_marker) r.saw_end = true;
-            if (info.finish_reason) r.saw_finish = true;
-        }
-        if (!event->data.empty()) r.saw_event = true;
-
-        if (answering_) {
-            if (event_error) {
-                // Forwarded as it is; it ends the client stream.
-                r.out += event->raw;
-                return close_with(policy::classify_error_event(declared, plan_.endpoint), "upstream_error_event", true);
-            }
-            r.out += event->raw;
             if (done_here) r.saw_done = true;
-            continue;
+            // The first answer text: publish the head and everything held.
+            if (answer && !r.error_event) return RelayStep::publish;
         }
-        if (event_error && !r.error_event) r.error_event = declared;
-        r.held.append(event->raw);
-        if (static_cast<std::int64_t>(r.held.size()) > limits_.max_response_body_bytes) {
-            failed.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none,
-                                     "response-too-large"};
-            failed.code = "response_too_large";
-            failed.message = "the upstream stream held more than max_response_body_bytes before answer text";
-            failed.refusal = true;
-            return RelayStep::fail;
-        }
-        if (done_here) r.saw_done = true;
-        // The first answer text: publish the head and everything held.
-        if (answer && !r.error_event) return RelayStep::publish;
+        return RelayStep::read_on;
+    }();
+    const std::optional<std::uint32_t> leak = r.secrets ? r.secrets->settle() : std::nullopt;
+    if (!leak) {
+        usage.see(r.batch.usage());
+        return step;
     }
-    return RelayStep::read_on;
+    const sse::RelayBatch::Mark& at = r.batch.at(*leak);
+    r.out.resize(at.out);
+    r.held.resize(at.held);
+    usage.see(at.usage);
+    return credential_refusal();
 }
 
 RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed) {

@@ -13,6 +13,7 @@
 #include "sse/credentials.hpp"
 #include "sse/identity.hpp"
 #include "sse/reader.hpp"
+#include "sse/relay_batch.hpp"
 
 #include <chrono>
 #include <optional>
@@ -51,6 +52,9 @@ struct StreamRelay {
     // waits for anything but the read it came in.
     std::string out;
     std::string piece;  // the last upstream read
+    // The data lines of the events relay_events is working through, for the
+    // credential scan's settle (sse/relay_batch.hpp); reused, capacity kept.
+    sse::RelayBatch batch;
 
     // One attempt's state, set by start().
     bool rules = false;                       // the section 7/8 stream rules apply (not generic)

@@ -1,50 +1,27 @@
 #include "sse/credentials.hpp"
 
+#include "sse/credentials_engine.hpp"
+
 #include <hs/hs.h>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <utility>
 
 namespace modelproxy::sse {
 
-namespace detail {
-
-// The immutable half, shared by the scanner and every scan made from it.
-struct CompiledSecrets {
-    hs_database_t* block = nullptr;   // HS_MODE_BLOCK: whole bodies
-    hs_database_t* stream = nullptr;  // HS_MODE_STREAM: SSE streams
-    std::vector<std::string> labels;  // by pattern id
-    // Unique per build, increasing: what the per-thread scratch and spare
-    // streams were made for (an address could be reused by a later build).
-    std::uint64_t generation = next_generation();
-
-    CompiledSecrets() = default;
-    CompiledSecrets(const CompiledSecrets&) = delete;
-    CompiledSecrets& operator=(const CompiledSecrets&) = delete;
-    ~CompiledSecrets() {
-        if (block) hs_free_database(block);
-        if (stream) hs_free_database(stream);
-    }
-
-    static std::uint64_t next_generation() {
-        static std::atomic<std::uint64_t> last{0};
-        return last.fetch_add(1, std::memory_order_relaxed) + 1;
-    }
-};
-
-}  // namespace detail
+using detail::CompiledSecrets;
+using detail::MatchContext;
+using detail::on_match;
+using detail::scan_failure_rule;
+using detail::scan_stream;
+using detail::thread_scratch;
 
 namespace {
 
-using detail::CompiledSecrets;
-
 constexpr unsigned pattern_flags = HS_FLAG_SINGLEMATCH;
-constexpr std::size_t max_answer_texts = 256;
-constexpr std::string_view scan_failure_rule = "scan failure (refused to be safe)";
 
 // Section 8's whole token: the start of the text, or a byte outside
 // [A-Za-z0-9_-], or (in raw JSON) an escape that decodes to a separator.
@@ -155,20 +132,6 @@ std::string pattern_problem(const std::string& pattern) {
     return {};
 }
 
-struct MatchContext {
-    const CompiledSecrets* compiled;
-    std::string_view rule;
-    unsigned long long to = 0;  // the match's end, as an offset into the stream
-};
-
-int on_match(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) {
-    auto* ctx = static_cast<MatchContext*>(context);
-    ctx->to = to;
-    ctx->rule = id < ctx->compiled->labels.size() ? std::string_view(ctx->compiled->labels[id])
-                                                  : std::string_view("unknown rule");
-    return 1;  // the first match decides: stop scanning
-}
-
 // One Vectorscan scratch per thread, shared by every scan the thread runs:
 // a scan uses it only for the length of one Vectorscan call, and a thread
 // makes one call at a time. Allocated once and grown (never shrunk) by
@@ -213,15 +176,25 @@ private:
     std::size_t next_ = 0;
 };
 
+}  // namespace
+
+namespace detail {
+
+int on_match(unsigned int id, unsigned long long, unsigned long long to, unsigned int, void* context) {
+    auto* ctx = static_cast<MatchContext*>(context);
+    ctx->to = to;
+    ctx->rule = id < ctx->compiled->labels.size() ? std::string_view(ctx->compiled->labels[id])
+                                                  : std::string_view("unknown rule");
+    return 1;  // the first match decides: stop scanning
+}
+
 hs_scratch_t* thread_scratch(const CompiledSecrets& compiled) {
     thread_local ThreadScratch scratch;
     return scratch.for_rules(compiled);
 }
 
-// Feeds bytes to an open stream in pieces Vectorscan's length type can take.
-// The matched rule, empty when none; scan_failure_rule on an engine error.
 std::string_view scan_stream(hs_stream_t* stream, std::string_view bytes, hs_scratch_t* scratch,
-                             const CompiledSecrets* compiled, unsigned long long* match_end = nullptr) {
+                             const CompiledSecrets* compiled, unsigned long long* match_end) {
     MatchContext ctx{compiled, {}};
     while (!bytes.empty()) {
         const std::size_t n = std::min<std::size_t>(bytes.size(), UINT_MAX);
@@ -237,7 +210,7 @@ std::string_view scan_stream(hs_stream_t* stream, std::string_view bytes, hs_scr
     return {};
 }
 
-}  // namespace
+}  // namespace detail
 
 // ---- CredentialScanner ---------------------------------------------------------
 
@@ -341,233 +314,6 @@ bool BodyScan::contains_secret(std::string_view body) {
     if (matched_rule_.empty() && !ctx.rule.empty()) matched_rule_ = ctx.rule;
     if (matched_rule_.empty() && rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) matched_rule_ = scan_failure_rule;
     return !matched_rule_.empty();
-}
-
-// ---- StreamScan ----------------------------------------------------------------
-
-// A finished scan's Vectorscan streams (raw and answer-text channels), reset
-// and kept per thread for the next StreamScan of the same rules: opening a
-// stream allocates its state, so a stream per attempt would cost a few
-// allocations each (issue 2). Only the newest rules' streams are kept; a
-// reload's first finished scan drops the older ones.
-struct StreamScan::Spares {
-    struct Kept {
-        hs_stream_t* raw = nullptr;
-        std::vector<Channel> channels;  // every stream reset, keys stale
-    };
-    // Enough for the streams a worker relays at once (as Worker's spare
-    // request slots); a scan finishing beyond it closes its streams.
-    static constexpr std::size_t max_kept = 64;
-    // Answer texts per stream are few (choices, tool calls); a scan that
-    // opened more is not kept, so no thread holds hundreds of idle streams.
-    static constexpr std::size_t max_channels = 16;
-
-    std::uint64_t generation = 0;  // of the rules the kept streams were opened with
-    std::vector<Kept> kept;
-
-    Spares() = default;
-    Spares(const Spares&) = delete;
-    Spares& operator=(const Spares&) = delete;
-    ~Spares() { drop(); }
-
-    void drop() {
-        // No scratch, no callback: nothing is reported, only memory freed.
-        for (Kept& k : kept) {
-            hs_close_stream(k.raw, nullptr, nullptr, nullptr);
-            for (Channel& c : k.channels) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
-        }
-        kept.clear();
-    }
-};
-
-StreamScan::Spares& StreamScan::spares() {
-    thread_local Spares spares;
-    return spares;
-}
-
-StreamScan::StreamScan(const CredentialScanner& scanner) : compiled_(scanner.compiled_) {
-    if (!compiled_ || !compiled_->stream) return;
-    Spares& spares = StreamScan::spares();
-    if (spares.generation == compiled_->generation && !spares.kept.empty()) {
-        raw_ = spares.kept.back().raw;
-        channels_ = std::move(spares.kept.back().channels);
-        spares.kept.pop_back();
-        return;
-    }
-    if (hs_open_stream(compiled_->stream, 0, &raw_) != HS_SUCCESS) raw_ = nullptr;
-}
-
-StreamScan::~StreamScan() { release(); }
-
-StreamScan::StreamScan(StreamScan&& other) noexcept
-    : compiled_(std::move(other.compiled_)),
-      raw_(std::exchange(other.raw_, nullptr)),
-      channels_(std::move(other.channels_)),
-      used_(std::exchange(other.used_, 0)),
-      finished_(other.finished_),
-      verdict_(other.verdict_),
-      matched_rule_(other.matched_rule_),
-      read_bytes_(other.read_bytes_),
-      events_end_(other.events_end_),
-      held_end_(other.held_end_),
-      held_rule_(other.held_rule_) {
-    other.channels_.clear();
-}
-
-StreamScan& StreamScan::operator=(StreamScan&& other) noexcept {
-    if (this != &other) {
-        release();
-        compiled_ = std::move(other.compiled_);
-        raw_ = std::exchange(other.raw_, nullptr);
-        channels_ = std::move(other.channels_);
-        other.channels_.clear();
-        used_ = std::exchange(other.used_, 0);
-        finished_ = other.finished_;
-        verdict_ = other.verdict_;
-        matched_rule_ = other.matched_rule_;
-        read_bytes_ = other.read_bytes_;
-        events_end_ = other.events_end_;
-        held_end_ = other.held_end_;
-        held_rule_ = other.held_rule_;
-    }
-    return *this;
-}
-
-void StreamScan::release() {
-    Spares& spares = StreamScan::spares();
-    const bool keep = compiled_ && raw_ && channels_.size() <= Spares::max_channels &&
-                      compiled_->generation >= spares.generation;
-    if (keep && compiled_->generation > spares.generation) {
-        spares.drop();
-        spares.generation = compiled_->generation;
-    }
-    if (keep && spares.kept.size() < Spares::max_kept) {
-        // Every stream back to its initial state, whatever this scan left in
-        // it: the next scan must not continue this one's partial match.
-        hs_reset_stream(raw_, 0, nullptr, nullptr, nullptr);
-        for (Channel& c : channels_) hs_reset_stream(c.stream, 0, nullptr, nullptr, nullptr);
-        if (spares.kept.capacity() == 0) spares.kept.reserve(Spares::max_kept);
-        spares.kept.push_back(Spares::Kept{std::exchange(raw_, nullptr), std::move(channels_)});
-        channels_.clear();
-        used_ = 0;
-        return;
-    }
-    close_all();
-}
-
-void StreamScan::close_all() {
-    // No scratch, no callback: nothing is reported while tearing down.
-    if (raw_) hs_close_stream(raw_, nullptr, nullptr, nullptr);
-    raw_ = nullptr;
-    for (Channel& c : channels_)
-        if (c.stream) hs_close_stream(c.stream, nullptr, nullptr, nullptr);
-    channels_.clear();
-    used_ = 0;
-}
-
-CredentialVerdict StreamScan::scan(hs_stream_t* stream, std::string_view bytes) {
-    hs_scratch_t* scratch = stream ? thread_scratch(*compiled_) : nullptr;
-    std::string_view rule = scratch ? scan_stream(stream, bytes, scratch, compiled_.get()) : scan_failure_rule;
-    if (!rule.empty()) {
-        verdict_ = CredentialVerdict::credential_in_response;
-        matched_rule_ = rule;
-    }
-    return verdict_;
-}
-
-hs_stream_t* StreamScan::channel(const AnswerTextKey& key) {
-    for (std::size_t i = 0; i < used_; ++i)
-        if (channels_[i].key == key) return channels_[i].stream;
-    if (used_ == max_answer_texts) return channels_[used_ - 1].stream;
-    if (used_ == channels_.size()) {
-        Channel fresh{key, nullptr};
-        if (hs_open_stream(compiled_->stream, 0, &fresh.stream) != HS_SUCCESS) return nullptr;
-        channels_.push_back(fresh);
-    }
-    channels_[used_].key = key;
-    return channels_[used_++].stream;
-}
-
-CredentialVerdict StreamScan::feed_bytes(std::string_view raw) {
-    // One read that is one whole counted event: a match in it is charged at once.
-    feed_read(raw);
-    return event_passed(raw.size(), true);
-}
-
-void StreamScan::feed_read(std::string_view bytes) {
-    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return;
-    if (held_rule_.empty() && !bytes.empty()) {
-        hs_scratch_t* scratch = raw_ ? thread_scratch(*compiled_) : nullptr;
-        unsigned long long end = 0;
-        const std::string_view rule =
-            scratch ? scan_stream(raw_, bytes, scratch, compiled_.get(), &end) : scan_failure_rule;
-        if (!rule.empty()) {
-            held_rule_ = rule;
-            // A failed scan (no match offset) is charged to the first event
-            // that ends in this read.
-            held_end_ = rule == scan_failure_rule ? read_bytes_ + 1 : end;
-        }
-    }
-    read_bytes_ += bytes.size();
-}
-
-CredentialVerdict StreamScan::event_passed(std::size_t raw_size, bool counts) {
-    events_end_ += raw_size;
-    if (verdict_ == CredentialVerdict::clean && counts && !held_rule_.empty() && held_end_ <= events_end_) {
-        verdict_ = CredentialVerdict::credential_in_response;
-        matched_rule_ = held_rule_;
-    }
-    return verdict_;
-}
-
-CredentialVerdict StreamScan::feed_answer_text(std::span<const AnswerFragment> fragments) {
-    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->stream) return verdict_;
-    for (const AnswerFragment& fragment : fragments)
-        if (scan(channel(fragment.key), fragment.text) != CredentialVerdict::clean) break;
-    return verdict_;
-}
-
-CredentialVerdict StreamScan::finish() {
-    if (finished_) return verdict_;
-    finished_ = true;
-    if (verdict_ != CredentialVerdict::clean || !compiled_ || !compiled_->stream) return verdict_;
-    // End-of-data matches (a secret pattern ending in `$`). hs_reset_stream
-    // with a callback reports them as hs_close_stream would, and keeps the
-    // stream's memory for reuse (reset(), or the next scan on this thread).
-    hs_scratch_t* scratch = thread_scratch(*compiled_);
-    const auto end = [&](hs_stream_t* stream) {
-        if (!stream) return;
-        const bool report = verdict_ == CredentialVerdict::clean;
-        MatchContext ctx{compiled_.get(), {}};
-        const hs_error_t rc = hs_reset_stream(stream, 0, report ? scratch : nullptr, report ? on_match : nullptr, &ctx);
-        // It reports HS_SUCCESS even when the callback stopped it; on a
-        // failure the stream may be left mid-way: reset it plainly.
-        if (rc != HS_SUCCESS) hs_reset_stream(stream, 0, nullptr, nullptr, nullptr);
-        if (report && (!ctx.rule.empty() || (rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED))) {
-            verdict_ = CredentialVerdict::credential_in_response;
-            matched_rule_ = ctx.rule.empty() ? scan_failure_rule : ctx.rule;
-        }
-    };
-    end(raw_);
-    for (std::size_t i = 0; i < used_; ++i) end(channels_[i].stream);
-    used_ = 0;
-    return verdict_;
-}
-
-void StreamScan::reset() {
-    verdict_ = CredentialVerdict::clean;
-    matched_rule_ = {};
-    finished_ = false;
-    read_bytes_ = events_end_ = held_end_ = 0;
-    held_rule_ = {};
-    if (!compiled_ || !compiled_->stream) return;
-    if (raw_) {
-        hs_reset_stream(raw_, 0, nullptr, nullptr, nullptr);
-    } else if (hs_open_stream(compiled_->stream, 0, &raw_) != HS_SUCCESS) {
-        raw_ = nullptr;
-    }
-    for (std::size_t i = 0; i < used_; ++i) hs_reset_stream(channels_[i].stream, 0, nullptr, nullptr, nullptr);
-    used_ = 0;
 }
 
 }  // namespace modelproxy::sse

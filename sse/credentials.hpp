@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -110,18 +111,22 @@ private:
 //  - the raw bytes, in order, as one Vectorscan stream: feed_read() (or
 //    feed_bytes()) takes any split, so a secret split across reads is found;
 //  - the decoded answer text of each AnswerTextKey, each its own Vectorscan
-//    stream, fed by feed_answer_text() with the fragments the Inspector
-//    collected from a data line (DataInfo::answer_fragments): a token split
-//    across events' JSON strings ("sk-proj-AAAA" then "BBBB...") is found
-//    although the raw bytes never hold it contiguously. The line is parsed
-//    once, by the Inspector, for every check.
-// The relay: feed_read(piece) per upstream read, then per event
+//    stream, given the fragments the Inspector collected from a data line
+//    (DataInfo::answer_fragments): a token split across events' JSON strings
+//    ("sk-proj-AAAA" then "BBBB...") is found although the raw bytes never
+//    hold it contiguously. The line is parsed once, by the Inspector, for
+//    every check.
+// The relay, per upstream read: feed_read(piece); then per event
 // event_passed(event.raw.size(), counts) and, for each data line,
-// feed_answer_text(inspector.inspect(event, i, endpoint).answer_fragments).
-// A match is reported by the call that completes the secret, so the relay can
-// withhold that event. The first match is final: later calls return it
-// without scanning. At most 256 answer texts are tracked separately; beyond
-// that, new keys share the last one.
+// note_answer_text(ordinal, inspector.inspect(event, i, endpoint)
+// .answer_fragments); then settle() before acting on anything the read's
+// events decided. Vectorscan's cost is mostly per call and a chat chunk's
+// answer text is a few bytes, so the answer texts are scanned once per
+// settle (a few calls per stream), not once per line. A match is reported
+// with where it ends (event_passed: the event; settle: the noted ordinal),
+// so the relay can withhold everything from there on. The first match is
+// final: later calls return it without scanning. At most 256 answer texts
+// are tracked separately; beyond that, new keys share the last one.
 class StreamScan {
 public:
     explicit StreamScan(const CredentialScanner& scanner);
@@ -144,7 +149,22 @@ public:
     // feed_read and event_passed of one counted event's bytes at once: the
     // verdict as soon as a secret ends in `raw`.
     CredentialVerdict feed_bytes(std::string_view raw);
-    // One data line's answer-text fragments, in line order.
+    // The answer-text channels, batched. note_answer_text keeps one data
+    // line's fragments (in line order) for the next settle, tagged with the
+    // caller's ordinal for that line (non-decreasing between settles).
+    // settle() scans each answer text's kept bytes in one Vectorscan call
+    // and returns the smallest ordinal whose fragments complete a secret (in
+    // any answer text; the scan of each continues where the last settle left
+    // it, so a secret split across lines, reads and settles is found), or
+    // none; then it forgets the kept bytes. A match settle finds becomes the
+    // verdict even over a raw-channel verdict already reached: the relay notes
+    // an event's answer text only after its event_passed, so the noted lines
+    // all come before the event the raw channel refused. The kept bytes'
+    // buffers are reused: no allocation per line or per settle (issue 2).
+    void note_answer_text(std::uint32_t ordinal, std::span<const AnswerFragment> fragments);
+    std::optional<std::uint32_t> settle();
+    // One data line's answer-text fragments at once (note + settle): the
+    // verdict as soon as a secret ends in them.
     CredentialVerdict feed_answer_text(std::span<const AnswerFragment> fragments);
     // The stream ended: patterns anchored at the end (`$` in a secret
     // pattern) get their last chance. Further feeds are ignored.
@@ -157,15 +177,23 @@ public:
     void reset();
 
 private:
+    // Where, in a channel's kept bytes, each noted line's fragments end.
+    struct Mark {
+        std::size_t end = 0;  // offset into `pending`, exclusive
+        std::uint32_t ordinal = 0;
+    };
     struct Channel {
         AnswerTextKey key;
         hs_stream* stream = nullptr;
+        std::uint64_t scanned = 0;  // bytes scanned in `stream` so far
+        std::string pending;        // noted, not yet scanned (capacity kept)
+        std::vector<Mark> marks;
     };
-    struct Spares;  // the thread's kept stream states (credentials.cpp)
+    struct Spares;  // the thread's kept stream states (stream_scan.cpp)
     static Spares& spares();
 
-    CredentialVerdict scan(hs_stream* stream, std::string_view bytes);
-    hs_stream* channel(const AnswerTextKey& key);
+    Channel* channel(const AnswerTextKey& key);
+    void forget_pending();
     // Gives the streams to the thread's spares, or closes them.
     void release();
     void close_all();
@@ -175,6 +203,11 @@ private:
     std::vector<Channel> channels_;  // [0, used_) belong to this attempt
     std::size_t used_ = 0;
     bool finished_ = false;
+    bool answer_matched_ = false;  // a settle found a secret in an answer text
+    bool noted_ = false;           // some channel holds noted bytes
+    // The first noted line whose answer text found no Vectorscan stream
+    // (one could not be opened): refused at settle, to be safe.
+    std::optional<std::uint32_t> failure_at_;
     CredentialVerdict verdict_ = CredentialVerdict::clean;
     std::string_view matched_rule_;
     // feed_read / event_passed: bytes read and bytes of events passed so
