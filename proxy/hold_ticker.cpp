@@ -14,9 +14,9 @@ namespace modelproxy::proxy {
 // header timeouts do not cut it. Events stay held: a replay is still
 // invisible until answer text. Never completes by itself (it is one side of
 // run_turn's race); it goes quiet once answer text is out or the turn ends.
-asio::awaitable<void> TurnRun::hold_ticker() {
+Task<void> TurnRun::hold_ticker() {
     co_await asio::this_coro::throw_if_cancelled(false);
-    asio::steady_timer timer(client_.get_executor());
+    Timer timer(client_.get_executor());
     if (plan_.wants_stream) {
         timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
         auto [ec] = co_await timer.async_wait(use_tuple);
@@ -43,11 +43,11 @@ asio::awaitable<void> TurnRun::hold_ticker() {
     // A wait started after the race's cancellation is never cancelled: check
     // first, or the turn would never end.
     if (co_await cut()) co_return;
-    timer.expires_at(asio::steady_timer::time_point::max());
+    timer.expires_at(Timer::time_point::max());
     co_await timer.async_wait(use_tuple);
 }
 
-asio::awaitable<bool> TurnRun::run_with_ticker() {
+Task<bool> TurnRun::run_with_ticker() {
     using namespace boost::asio::experimental::awaitable_operators;
     co_await asio::this_coro::throw_if_cancelled(false);
     if (!plan_.wants_stream) co_return co_await run();

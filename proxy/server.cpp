@@ -3,13 +3,11 @@
 #include "proxy/session.hpp"
 #include "proxy/turn.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <malloc.h>
 #include <sys/socket.h>
@@ -23,8 +21,6 @@
 namespace modelproxy::proxy {
 
 namespace {
-
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 void say(const std::string& line) { std::cerr << "modelproxy: " << line << std::endl; }
 
@@ -223,8 +219,8 @@ void Worker::join() {
     if (thread_.joinable()) thread_.join();
 }
 
-asio::awaitable<void> Worker::accept_loop() {
-    asio::steady_timer backoff(io_);
+Task<void> Worker::accept_loop() {
+    Timer backoff(io_);
     for (;;) {
         auto [ec, socket] = co_await acceptor_.async_accept(use_tuple);
         if (ec) {

@@ -7,9 +7,6 @@
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -24,7 +21,6 @@ namespace {
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Clock = std::chrono::steady_clock;
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -38,7 +34,7 @@ constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; ch
 // once disarmed it simply stops at its next expiry.
 class ReadTimer {
 public:
-    explicit ReadTimer(tcp::socket& socket)
+    explicit ReadTimer(Socket& socket)
         : timer_(socket.get_executor()), state_(std::make_shared<State>(socket)) {}
     ~ReadTimer() { state_->socket = nullptr; }  // a late handler must not touch the socket
     ReadTimer(const ReadTimer&) = delete;
@@ -60,8 +56,8 @@ public:
 
 private:
     struct State {
-        explicit State(tcp::socket& s) : socket(&s) {}
-        tcp::socket* socket;
+        explicit State(Socket& s) : socket(&s) {}
+        Socket* socket;
         Clock::time_point deadline;
         std::uint64_t wait_id = 0;  // the pending wait; older completions are stale
         bool waiting = false;
@@ -69,7 +65,7 @@ private:
         bool fired = false;
     };
 
-    static void wait(asio::steady_timer& timer, const std::shared_ptr<State>& state) {
+    static void wait(Timer& timer, const std::shared_ptr<State>& state) {
         state->waiting = true;
         const std::uint64_t id = ++state->wait_id;
         timer.expires_at(state->deadline);  // a previous wait completes with operation_aborted: stale
@@ -88,43 +84,43 @@ private:
         });
     }
 
-    asio::steady_timer timer_;
+    Timer timer_;
     std::shared_ptr<State> state_;
 };
 
 class Session {
 public:
-    Session(Worker& worker, tcp::socket socket) : worker_(worker), socket_(std::move(socket)) {}
+    Session(Worker& worker, Socket socket) : worker_(worker), socket_(std::move(socket)) {}
     ~Session() {
         if (slot_) worker_.give_back(std::move(slot_));
     }
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
-    asio::awaitable<void> run();
+    Task<void> run();
 
 private:
     // Writes a local answer. Returns whether the connection stays open.
-    asio::awaitable<bool> answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id = {},
-                                 std::string_view allow = {}, std::string_view content_type = "application/json");
-    asio::awaitable<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
-                                 std::string_view message = {});
+    Task<bool> answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id = {},
+                      std::string_view allow = {}, std::string_view content_type = "application/json");
+    Task<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
+                      std::string_view message = {});
     enum class ReadOutcome { request, close };
-    asio::awaitable<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
+    Task<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
     // Answers the request (a turn when it is forwarded). Returns whether the
     // connection stays open.
-    asio::awaitable<bool> handle(Request& req, bool keep_alive, ForwardPlan& plan);
+    Task<bool> handle(Request& req, bool keep_alive, ForwardPlan& plan);
     void record_refusal(std::string_view request_id, std::string_view code, unsigned status);
 
     Worker& worker_;
-    tcp::socket socket_;
+    Socket socket_;
     // Held only while a request is in progress (see RequestSlot); null while
     // the connection waits for its next request.
     std::unique_ptr<RequestSlot> slot_;
 };
 
-asio::awaitable<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id,
-                                      std::string_view allow, std::string_view content_type) {
+Task<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id,
+                           std::string_view allow, std::string_view content_type) {
     ResponseHead head(a.status);
     head.add("content-type", content_type);
     if (!request_id.empty()) head.add("x-modelproxy-request-id", request_id);
@@ -148,8 +144,8 @@ void Session::record_refusal(std::string_view request_id, std::string_view code,
     worker_.write_turn(metrics::Registry::no_route_slot, r);
 }
 
-asio::awaitable<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view request_id,
-                                      std::string_view message) {
+Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view request_id,
+                           std::string_view message) {
     if (!request_id.empty()) record_refusal(request_id, code_of(error), status_of(error));
     // Named locals, not temporaries, across co_await: g++ 12 destroys a
     // temporary of a conditional expression inside a co_await twice.
@@ -176,8 +172,8 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
     return ClientError::bad_request;
 }
 
-asio::awaitable<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,
-                                                            ReadTimer& read_timer) {
+Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,
+                                                 ReadTimer& read_timer) {
     beast::flat_buffer& buffer = slot.buffer;
 
     // The head, within header_timeout_ms of its first byte.
@@ -239,7 +235,7 @@ asio::awaitable<Session::ReadOutcome> Session::read_request(RequestSlot& slot, c
     co_return ReadOutcome::request;
 }
 
-asio::awaitable<void> Session::run() {
+Task<void> Session::run() {
     Shared& shared = worker_.shared();
     struct Count {
         Shared& shared;
@@ -273,7 +269,7 @@ asio::awaitable<void> Session::run() {
         if (!slot_ || slot_->buffer.size() == 0) {
             if (slot_) worker_.give_back(std::move(slot_));
             read_timer.arm(std::chrono::milliseconds(first ? limits.header_timeout_ms : limits.idle_timeout_ms));
-            auto [ec] = co_await socket_.async_wait(tcp::socket::wait_read, use_tuple);
+            auto [ec] = co_await socket_.async_wait(Socket::wait_read, use_tuple);
             const bool late = read_timer.disarm();
             if (ec) {
                 if (late && ec == asio::error::operation_aborted && first)
@@ -297,7 +293,7 @@ asio::awaitable<void> Session::run() {
     }
 }
 
-asio::awaitable<bool> Session::handle(Request& req, bool keep_alive, ForwardPlan& plan) {
+Task<bool> Session::handle(Request& req, bool keep_alive, ForwardPlan& plan) {
     Reply reply = prepare(worker_.shared(), req, keep_alive, plan);
     const std::string_view request_id = reply.with_id ? std::string_view(plan.request_id) : std::string_view();
     bool open = false;
@@ -314,7 +310,7 @@ asio::awaitable<bool> Session::handle(Request& req, bool keep_alive, ForwardPlan
 
 }  // namespace
 
-asio::awaitable<void> run_session(Worker& worker, tcp::socket socket) {
+Task<void> run_session(Worker& worker, Socket socket) {
     Session session(worker, std::move(socket));
     co_await session.run();
 }

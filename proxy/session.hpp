@@ -6,10 +6,8 @@
 
 #include "proxy/server.hpp"
 
-#include <boost/asio/awaitable.hpp>
-
 namespace modelproxy::proxy {
 
-boost::asio::awaitable<void> run_session(Worker& worker, tcp::socket socket);
+Task<void> run_session(Worker& worker, Socket socket);
 
 }  // namespace modelproxy::proxy

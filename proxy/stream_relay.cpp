@@ -49,7 +49,7 @@ void StreamRelay::clear() {
 
 // The first answer text (or a complete stream without any): the head, unless
 // the hold limit already sent one, then every held event.
-asio::awaitable<bool> TurnRun::publish_stream(transport::Exchange& ex) {
+Task<bool> TurnRun::publish_stream(transport::Exchange& ex) {
     if (!first_byte_at_) first_byte_at_ = Clock::now();
     if (!head_out_) {
         head_out_ = true;
@@ -68,7 +68,7 @@ asio::awaitable<bool> TurnRun::publish_stream(transport::Exchange& ex) {
 // Ends the client stream after publication, as plan_.stream.close says: the
 // checked events of this read and the closing error event in one chunk, then
 // the last chunk.
-asio::awaitable<TurnRun::StreamEnd> TurnRun::close_published() {
+Task<TurnRun::StreamEnd> TurnRun::close_published() {
     StreamRelay& relay = plan_.stream;
     const StreamRelay::Close& close = relay.close;
     if (!close.forwarded_error) {
@@ -87,7 +87,7 @@ asio::awaitable<TurnRun::StreamEnd> TurnRun::close_published() {
 // are dropped). After the first answer text every event is forwarded as it
 // completes, and a break ends the client stream with one closing error event,
 // never a [DONE]. Nothing after [DONE] is forwarded.
-asio::awaitable<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
+Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
     transport::Exchange& ex = *a.exchange;
     StreamRelay& relay = start_relay();
     // The relay's end, however the attempt ends (the credential scan's

@@ -35,7 +35,7 @@ policy::Transport transport_of(Fault fault) {
     }
 }
 
-asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
+Task<TurnRun::Attempt> TurnRun::open_and_send() {
     Attempt a;
     transport::Target target{&route_.upstream, plan_.runtime->tls[plan_.route_index].context.get(),
                              std::chrono::milliseconds(route_.connect_timeout_ms)};
@@ -73,7 +73,7 @@ asio::awaitable<TurnRun::Attempt> TurnRun::open_and_send() {
 // One attempt: sent, and its answer relayed (the turn is then answered) or
 // read into `failed` for run()'s decision. Its own coroutine so that neither
 // frame grows past the 1020 bytes Asio recycles (issue 2).
-asio::awaitable<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
+Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
     a = co_await open_and_send();
     if (co_await cut()) co_return AttemptEnd{true, false};
     if (a.fault != Fault::none) {
@@ -139,11 +139,11 @@ asio::awaitable<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& fa
     co_return AttemptEnd{};
 }
 
-asio::awaitable<bool> TurnRun::run() {
+Task<bool> TurnRun::run() {
     co_await asio::this_coro::throw_if_cancelled(false);
     payload_digest(digest_, plan_.method, plan_.target, plan_.body);
     std::int64_t waited_ms = 0;
-    asio::steady_timer wait_timer(client_.get_executor());
+    Timer wait_timer(client_.get_executor());
 
     for (attempts_ = 1;; ++attempts_) {
         if (attempts_ > 1) {
@@ -362,7 +362,7 @@ void RequestSlot::clear() {
     plan.stream.reader.reset();  // releases buffers grown past its own limit
 }
 
-asio::awaitable<bool> run_turn(Worker& worker, tcp::socket& client, ForwardPlan& plan) {
+Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan) {
     worker.shared().inflight_turns.fetch_add(1);
     struct Done {
         Shared& shared;

@@ -13,7 +13,6 @@
 #include "sse/identity.hpp"
 #include "transport/recycling.hpp"
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -91,6 +90,6 @@ struct RequestSlot {
 
 // Runs the turn and writes the whole answer. Returns whether the client
 // connection may carry another request.
-boost::asio::awaitable<bool> run_turn(Worker& worker, boost::asio::ip::tcp::socket& client, ForwardPlan& plan);
+Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan);
 
 }  // namespace modelproxy::proxy

@@ -44,9 +44,9 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 
 // The turn and the hold ticker both write to the client: one write at a
 // time, whole, so their bytes never interleave.
-asio::awaitable<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c) {
+Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c) {
     while (writing_) {
-        write_gate_.expires_at(asio::steady_timer::time_point::max());
+        write_gate_.expires_at(Timer::time_point::max());
         co_await write_gate_.async_wait(use_tuple);
         if (co_await cut()) co_return false;
     }
@@ -60,7 +60,7 @@ asio::awaitable<bool> TurnRun::write(std::string_view a, std::string_view b, std
     co_return !ec;
 }
 
-asio::awaitable<bool> TurnRun::write_chunk(std::string_view data) {
+Task<bool> TurnRun::write_chunk(std::string_view data) {
     if (data.empty()) co_return true;
     char size[24];
     int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
@@ -135,7 +135,7 @@ void TurnRun::record_attempt_and_turn(std::optional<int> attempt_status, std::st
 // The drain limit ended the turn (SPEC section 11). A stream whose head is
 // out ends with the closing error event; a turn that published nothing gets
 // a 503 envelope. Either way the connection closes.
-asio::awaitable<void> TurnRun::end_at_drain_limit() {
+Task<void> TurnRun::end_at_drain_limit() {
     policy::Classification c{policy::ErrorClass::cancelled, false, policy::TimeoutSource::none, "drain-limit"};
     record_attempt_and_turn(std::nullopt, "cancelled", "cancelled", head_out_ ? 200 : 503, &c, "drain_limit");
     if (client_gone_ || writing_) co_return;
@@ -163,7 +163,7 @@ asio::awaitable<void> TurnRun::end_at_drain_limit() {
 
 // The turn ends on `failed`. The work is end_answer's; this coroutine only
 // writes, so that its frame stays under the 1020 bytes Asio recycles (issue 2).
-asio::awaitable<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {
+Task<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, bool after_wait) {
     Ending end;
     end_answer(end, failed, decision, after_wait);
     bool ok = true;
@@ -265,7 +265,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
     end.body = end.text;
 }
 
-asio::awaitable<bool> TurnRun::digest_mismatch() {
+Task<bool> TurnRun::digest_mismatch() {
     policy::Classification c{policy::ErrorClass::client, false, policy::TimeoutSource::none, "digest-mismatch"};
     record_attempt_and_turn(std::nullopt, "terminal", "terminal", 500, &c, "replay_digest_mismatch");
     EnvelopeDetails details;
@@ -284,7 +284,7 @@ asio::awaitable<bool> TurnRun::digest_mismatch() {
     co_return ok && keep_alive();
 }
 
-asio::awaitable<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
+Task<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
     transport::Exchange& ex = *a.exchange;
     if (head_out_) {
         // The hold limit sent a stream head; a whole-body answer cannot follow it.

@@ -10,10 +10,7 @@
 #include "proxy/turn.hpp"
 #include "transport/upstream.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -25,7 +22,6 @@
 namespace modelproxy::proxy {
 
 using Clock = std::chrono::steady_clock;
-inline constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 inline std::int64_t ms_between(Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
@@ -40,7 +36,7 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 
 class TurnRun {
 public:
-    TurnRun(Worker& worker, tcp::socket& client, ForwardPlan& plan)
+    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan)
         : worker_(worker),
           client_(client),
           plan_(plan),
@@ -50,12 +46,12 @@ public:
           attempt_started_(plan.started),
           digest_(plan.digest) {}
 
-    asio::awaitable<bool> run();
+    Task<bool> run();
     // run(), and for a stream turn the hold ticker beside it.
-    asio::awaitable<bool> run_with_ticker();
-    asio::awaitable<void> hold_ticker();
+    Task<bool> run_with_ticker();
+    Task<void> hold_ticker();
     bool recorded() const { return recorded_; }  // the turn record is written
-    asio::awaitable<void> end_at_drain_limit();
+    Task<void> end_at_drain_limit();
     int attempts() const { return attempts_; }
     bool published() const { return published_; }
     Clock::time_point attempt_started() const { return attempt_started_; }
@@ -113,8 +109,8 @@ private:
     };
 
     // turn.cpp: the attempt loop.
-    asio::awaitable<Attempt> open_and_send();
-    asio::awaitable<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
+    Task<Attempt> open_and_send();
+    Task<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
     Failed transport_failure(transport::Fault fault);
     // True when the body is refused; `failed` then says why.
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
@@ -130,7 +126,7 @@ private:
 
     // stream_relay.cpp: a stream attempt. The coroutine waits (reads,
     // writes); the plain relay_* functions do the work in between.
-    asio::awaitable<StreamEnd> stream_attempt(Attempt& a, Failed& failed);
+    Task<StreamEnd> stream_attempt(Attempt& a, Failed& failed);
     StreamRelay& start_relay();
     ReadLimit read_limit() const;
     // Feeds the last read to the reader, then relay_events().
@@ -143,13 +139,13 @@ private:
     RelayStep refuse_in_stream(const Failed& failed);
     RelayStep close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
                          std::string_view outcome = "terminal");
-    asio::awaitable<bool> publish_stream(transport::Exchange& ex);
-    asio::awaitable<StreamEnd> close_published();
+    Task<bool> publish_stream(transport::Exchange& ex);
+    Task<StreamEnd> close_published();
 
     // turn_end.cpp: what ends the turn, its records, the client writes.
-    asio::awaitable<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
-    asio::awaitable<bool> write_chunk(std::string_view data);
-    asio::awaitable<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
+    Task<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
+    Task<bool> write_chunk(std::string_view data);
+    Task<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     // What end_turn writes, once the turn's records are written: the head and
     // body in one write (no head when the hold limit's is out), then for a
     // stream its last events and the last chunk.
@@ -161,8 +157,8 @@ private:
         bool stream = false;
     };
     void end_answer(Ending& end, Failed& failed, const policy::Decision& decision, bool after_wait);
-    asio::awaitable<bool> answer_success(Attempt& a, const std::string& body);
-    asio::awaitable<bool> digest_mismatch();
+    Task<bool> answer_success(Attempt& a, const std::string& body);
+    Task<bool> digest_mismatch();
     void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                         std::string_view decision, std::int64_t delay_ms);
     void record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
@@ -180,13 +176,13 @@ private:
     bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
-    static asio::awaitable<bool> cut() {
+    static Task<bool> cut() {
         auto state = co_await asio::this_coro::cancellation_state;
         co_return state.cancelled() != asio::cancellation_type::none;
     }
 
     Worker& worker_;
-    tcp::socket& client_;
+    Socket& client_;
     ForwardPlan& plan_;
     const config::Route& route_;
     const config::Limits& limits_;
@@ -201,7 +197,7 @@ private:
     bool head_out_ = false;     // the client has the response head (hold limit or publication)
     bool answering_ = false;    // answer text is out: held events released, no replay possible
     bool ending_ = false;       // the turn is writing its final answer
-    asio::steady_timer write_gate_{client_.get_executor()};
+    Timer write_gate_{client_.get_executor()};
     std::optional<Clock::time_point> first_byte_at_;
 };
 

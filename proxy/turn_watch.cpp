@@ -8,8 +8,8 @@
 
 namespace modelproxy::proxy {
 
-void watch_client(tcp::socket& client, const std::shared_ptr<TurnWatch>& watch) {
-    client.async_wait(tcp::socket::wait_read,
+void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch) {
+    client.async_wait(Socket::wait_read,
                       asio::bind_cancellation_slot(watch->client_wait.slot(),
                                                    [watch, fd = client.native_handle()](boost::system::error_code ec) {
         if (ec || watch->done) return;
@@ -20,7 +20,7 @@ void watch_client(tcp::socket& client, const std::shared_ptr<TurnWatch>& watch) 
     }));
 }
 
-void watch_drain_limit(asio::steady_timer& drain_limit, const std::shared_ptr<TurnWatch>& watch) {
+void watch_drain_limit(Timer& drain_limit, const std::shared_ptr<TurnWatch>& watch) {
     // The worker's drain_limit timer never expires; end_turns() cancels it,
     // completing every wait with operation_aborted. A turn that ends first
     // withdraws its wait through drain_wait (also operation_aborted, but then

@@ -2,16 +2,17 @@
 // hanging up (SPEC section 6) or the drain limit (SPEC section 11).
 #pragma once
 
+#include "transport/executor.hpp"
+
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <memory>
 
 namespace modelproxy::proxy {
 
 namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
+using transport::Socket;
+using transport::Timer;
 
 // What ends a turn from outside: the client hanging up (EOF or reset) or the
 // drain limit. Watched with two plain callbacks, not coroutines raced with
@@ -39,8 +40,8 @@ struct TurnWatch {
 
 // The client is gone when its socket reads EOF or an error. Pipelined bytes
 // mean it is still there: then nothing more is watched for this turn.
-void watch_client(tcp::socket& client, const std::shared_ptr<TurnWatch>& watch);
+void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch);
 // The worker's drain_limit timer: end_turns() cancels it.
-void watch_drain_limit(asio::steady_timer& drain_limit, const std::shared_ptr<TurnWatch>& watch);
+void watch_drain_limit(Timer& drain_limit, const std::shared_ptr<TurnWatch>& watch);
 
 }  // namespace modelproxy::proxy

@@ -2,10 +2,8 @@
 
 #include "policy/ascii.hpp"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl.hpp>
@@ -24,7 +22,6 @@ namespace modelproxy::transport {
 
 namespace {
 
-constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 std::atomic<std::uint64_t> next_connection_id{1};
 
 bool is_drop(const boost::system::error_code& ec) {
@@ -116,11 +113,11 @@ Connection::Connection(Secure secure)
     buffer_.reserve(read_buffer_bytes);
 }
 
-beast::tcp_stream& Connection::tcp() {
-    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); }, stream_);
+TcpStream& Connection::tcp() {
+    return std::visit([](auto& s) -> TcpStream& { return beast::get_lowest_layer(s); }, stream_);
 }
 
-asio::awaitable<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
+Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
     auto executor = co_await asio::this_coro::executor;
     const config::Upstream& up = *target.upstream;
     const auto connect_limit = Clock::now() + target.connect_timeout;
@@ -128,7 +125,7 @@ asio::awaitable<ConnectResult> connect(const Target& target, Clock::time_point d
     const Fault timeout_fault = deadline < connect_limit ? Fault::deadline : Fault::connect_timeout;
 
     ConnectResult result;
-    tcp::resolver resolver(executor);
+    Resolver resolver(executor);
     char port[8];
     auto [p, _] = std::to_chars(port, port + sizeof port, up.port);
     auto [rec, endpoints] =
@@ -139,7 +136,7 @@ asio::awaitable<ConnectResult> connect(const Target& target, Clock::time_point d
         co_return result;
     }
 
-    beast::tcp_stream stream(executor);
+    TcpStream stream(executor);
     stream.expires_at(limit);
     auto [cec, ep] = co_await stream.async_connect(endpoints, use_tuple);
     if (cec) {
@@ -238,7 +235,7 @@ void Exchange::end() {
 
 void Exchange::expect_no_body() { no_body_ = true; }
 
-asio::awaitable<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::time_point deadline) {
+Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::time_point deadline) {
     Connection& c = *connection_;
     c.tcp().expires_at(deadline);
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
@@ -253,7 +250,7 @@ asio::awaitable<Fault> Exchange::send(std::string_view head, std::string_view bo
     co_return Fault::dropped_before_head;
 }
 
-asio::awaitable<Fault> Exchange::read_head(Clock::time_point deadline) {
+Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
     for (;;) {
         ResponseParser& parser = c.parser_.emplace();
@@ -304,8 +301,8 @@ bool Exchange::event_stream() const {
     return policy::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
-asio::awaitable<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
-                                           Fault on_timeout) {
+Task<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
+                                Fault on_timeout) {
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
     done = false;

@@ -10,17 +10,15 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "transport/executor.hpp"
 #include "transport/inflater.hpp"
 #include "transport/recycling.hpp"
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <array>
 #include <chrono>
@@ -76,13 +74,13 @@ using ResponseHeader = http::response_header<Fields>;
 // One upstream connection. Not copyable; owned by a unique_ptr.
 class Connection {
 public:
-    using Plain = beast::tcp_stream;
-    using Secure = beast::ssl_stream<beast::tcp_stream>;
+    using Plain = TcpStream;
+    using Secure = TlsStream;
 
     Connection(Plain plain);
     Connection(Secure secure);
 
-    beast::tcp_stream& tcp();
+    TcpStream& tcp();
     template <class F>
     decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream_); }
 
@@ -127,7 +125,7 @@ struct ConnectResult {
 // Resolves, connects and (for https) handshakes with SNI and host-name
 // verification. Bounded by the connect timeout and by `deadline`, whichever
 // comes first (the fault says which fired).
-asio::awaitable<ConnectResult> connect(const Target& target, Clock::time_point deadline);
+Task<ConnectResult> connect(const Target& target, Clock::time_point deadline);
 
 // Idle keep-alive connections to one upstream, per worker. Single-threaded.
 class Pool {
@@ -161,12 +159,12 @@ public:
     void expect_no_body();
 
     // Writes `head` (the serialized request head) then `body`.
-    asio::awaitable<Fault> send(std::string_view head, std::string_view body, Clock::time_point deadline);
+    Task<Fault> send(std::string_view head, std::string_view body, Clock::time_point deadline);
 
     // Reads the response head, consuming 1xx answers. Fails with
     // stale_connection when the connection was reused and died before any
     // response byte (the caller re-sends once on a new connection).
-    asio::awaitable<Fault> read_head(Clock::time_point deadline);
+    Task<Fault> read_head(Clock::time_point deadline);
 
     const ResponseHeader& head() const;
     bool event_stream() const;  // content type text/event-stream
@@ -174,7 +172,7 @@ public:
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
     // end of the body. The read is bounded by `until`; when it fires the fault
     // is `on_timeout` (deadline or idle_timeout).
-    asio::awaitable<Fault> read_some(std::string& out, bool& done, Clock::time_point until, Fault on_timeout);
+    Task<Fault> read_some(std::string& out, bool& done, Clock::time_point until, Fault on_timeout);
 
     // True when the message was read completely and the upstream allows reuse.
     bool reusable() const;
