@@ -140,13 +140,20 @@ private:
 // The usage of one streamed answer. Streams repeat or grow their counts
 // (Anthropic's message_delta carries the cumulative output count after
 // message_start's), so the latest value of each kind wins; it is counted
-// once, when the tally is destroyed, so every way out of a relay counts it.
+// once, when the tally is destroyed, so every way out of a relay counts it,
+// or earlier by count(): before the records and the client's last bytes, so
+// a scrape after the stream's end always sees its usage.
 class UsageTally {
 public:
     explicit UsageTally(RouteCounters& counters) : counters_(counters) {}
     UsageTally(const UsageTally&) = delete;
     UsageTally& operator=(const UsageTally&) = delete;
-    ~UsageTally() { count_usage(counters_, latest_); }
+    ~UsageTally() { count(); }
+
+    void count() {
+        count_usage(counters_, latest_);
+        latest_ = {};
+    }
 
     void see(const sse::Usage& usage) {
         if (usage.input_tokens) latest_.input_tokens = usage.input_tokens;

@@ -47,27 +47,40 @@ void StreamRelay::clear() {
     piece.clear();
 }
 
-// The first answer text (or a complete stream without any): the head, unless
-// the hold limit already sent one, then every held event.
-Task<bool> TurnRun::publish_stream(transport::Exchange& ex) {
+// The first answer text (or a complete stream without any): the head,
+// unless the hold limit already sent one, is built now and written with the
+// held events, which move to `out` to go out with the rest of this read's
+// events: one write, not one for the head, one for the held events and one
+// per read after them.
+void TurnRun::publish(transport::Exchange& ex) {
     if (!first_byte_at_) first_byte_at_ = Clock::now();
-    if (!head_out_) {
-        head_out_ = true;
-        ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
-        head.copy_upstream(ex.head());
-        head.add_modelproxy(attempts_, plan_.request_id);
-        head.chunked();
-        if (!keep_alive()) head.add("connection", "close");
-        plan_.head_text = head.finish();
-        published_ = true;
-        if (!co_await write(plan_.head_text)) co_return false;
-    }
-    co_return co_await write_chunk(plan_.stream.held);
+    StreamRelay& relay = plan_.stream;
+    relay.out.swap(relay.held);  // `out` is empty until publication
+    relay.held.clear();
+    if (head_out_) return;
+    head_out_ = true;
+    ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
+    head.copy_upstream(ex.head());
+    head.add_modelproxy(attempts_, plan_.request_id);
+    head.chunked();
+    if (!keep_alive()) head.add("connection", "close");
+    plan_.head_text = head.finish();
+    head_pending_ = plan_.head_text;
+    published_ = true;
+}
+
+Task<bool> TurnRun::write_out(std::string_view after) {
+    StreamRelay& relay = plan_.stream;
+    const std::string_view head = head_pending_;
+    head_pending_ = {};
+    const bool ok = co_await write_chunk(relay.out, head, {}, after);
+    relay.out.clear();
+    co_return ok;
 }
 
 // Ends the client stream after publication, as plan_.stream.close says: the
-// checked events of this read and the closing error event in one chunk, then
-// the last chunk.
+// checked events of this read, the closing error event and the last chunk,
+// in one write once the records are written.
 Task<TurnRun::StreamEnd> TurnRun::close_published() {
     StreamRelay& relay = plan_.stream;
     const StreamRelay::Close& close = relay.close;
@@ -75,10 +88,8 @@ Task<TurnRun::StreamEnd> TurnRun::close_published() {
         relay.out += closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code, 502,
                                          policy::to_string(close.classification.cls), "terminal", "", attempts_);
     }
-    if (!co_await write_chunk(relay.out)) co_return StreamEnd{true, false};
-    relay.out.clear();
     record_attempt_and_turn(200, "terminal", close.outcome, 200, &close.classification, close.code);
-    const bool ok = co_await write("0\r\n\r\n");
+    const bool ok = co_await write_out("0\r\n\r\n");
     co_return StreamEnd{true, ok && keep_alive()};
 }
 
@@ -106,24 +117,21 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
         const Fault fault = co_await ex.read_some(relay.piece, done, limit.until, limit.on_timeout);
         if (co_await cut()) co_return StreamEnd{true, false};
         RelayStep step = relay_read(done, fault, failed, usage);
-        while (step == RelayStep::publish) {
-            if (!co_await publish_stream(ex)) co_return StreamEnd{true, false};
-            relay.held.clear();
+        if (step == RelayStep::publish) {
+            publish(ex);
             answering_ = true;
-            step = relay_events(fault != Fault::none, failed, usage);
+            step = relay_events(fault != Fault::none, failed, usage);  // never publish again
         }
-        if (step == RelayStep::read_on) {
-            if (!relay.out.empty()) {
-                if (!co_await write_chunk(relay.out)) co_return StreamEnd{true, false};
-                relay.out.clear();
-            }
-            step = relay_end(fault, done, limit.capped, failed);
-        }
+        if (step == RelayStep::read_on) step = relay_end(fault, done, limit.capped, failed);
         switch (step) {
             case RelayStep::read_on:
-            case RelayStep::publish:  // not after relay_end
+            case RelayStep::publish:  // not after publication
+                if (!relay.out.empty() || !head_pending_.empty()) {
+                    if (!co_await write_out()) co_return StreamEnd{true, false};
+                }
                 continue;
             case RelayStep::close:
+                usage.count();  // before the records and the last bytes
                 co_return co_await close_published();
             case RelayStep::fail:
                 co_return StreamEnd{};
@@ -133,12 +141,11 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
             case RelayStep::complete:
                 break;
         }
-        if (!answering_) {
-            if (!co_await publish_stream(ex)) co_return StreamEnd{true, false};
-        }
+        if (!answering_) publish(ex);
+        usage.count();  // before the records and the last bytes
         record_attempt_and_turn(200, "ok", "ok", 200, nullptr, "");
         if (ex.reusable()) give_back(a);
-        const bool ok = co_await write("0\r\n\r\n");
+        const bool ok = co_await write_out("0\r\n\r\n");
         co_return StreamEnd{true, ok && keep_alive()};
     }
 }

@@ -44,7 +44,8 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 
 // The turn and the hold ticker both write to the client: one write at a
 // time, whole, so their bytes never interleave.
-Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c) {
+Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c, std::string_view d,
+                          std::string_view e, std::string_view f) {
     while (writing_) {
         write_gate_.expires_at(Timer::time_point::max());
         co_await write_gate_.async_wait(use_tuple);
@@ -52,7 +53,8 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     }
     if (client_gone_) co_return false;
     writing_ = true;
-    std::array<asio::const_buffer, 3> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c)};
+    std::array<asio::const_buffer, 6> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c),
+                                              asio::buffer(d), asio::buffer(e), asio::buffer(f)};
     auto [ec, n] = co_await asio::async_write(client_, buffers, use_tuple);
     writing_ = false;
     write_gate_.cancel();
@@ -60,11 +62,17 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     co_return !ec;
 }
 
-Task<bool> TurnRun::write_chunk(std::string_view data) {
-    if (data.empty()) co_return true;
+Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view head, std::string_view head_body,
+                                std::string_view after) {
+    if (data.empty() && head.empty() && head_body.empty() && after.empty()) co_return true;
     char size[24];
-    int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-    co_return co_await write(std::string_view(size, len), data, "\r\n");
+    std::string_view size_line, crlf;
+    if (!data.empty()) {
+        const int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+        size_line = std::string_view(size, static_cast<std::size_t>(len));
+        crlf = "\r\n";
+    }
+    co_return co_await write(head, head_body, size_line, data, crlf, after);
 }
 
 AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::Classification* c,
@@ -142,7 +150,7 @@ Task<void> TurnRun::end_at_drain_limit() {
     if (head_out_) {
         std::string event = closing_error_event(plan_.endpoint, "the proxy is shutting down and its drain limit passed",
                                                 "stream_incomplete", 502, "cancelled", "terminal", "", attempts_);
-        if (co_await write_chunk(event)) co_await write("0\r\n\r\n");
+        co_await write_chunk(event, {}, {}, "0\r\n\r\n");
         co_return;
     }
     EnvelopeDetails details;
@@ -167,10 +175,10 @@ Task<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, b
     Ending end;
     end_answer(end, failed, decision, after_wait);
     bool ok = true;
-    if (!end.head.empty()) ok = co_await write(end.head, end.body);
-    if (ok && end.stream) {
-        ok = co_await write_chunk(end.chunk);
-        if (ok) ok = co_await write("0\r\n\r\n");
+    if (end.stream) {
+        ok = co_await write_chunk(end.chunk, end.head, end.body, "0\r\n\r\n");
+    } else if (!end.head.empty()) {
+        ok = co_await write(end.head, end.body);
     }
     co_return ok && keep_alive();
 }

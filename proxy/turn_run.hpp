@@ -139,12 +139,24 @@ private:
     RelayStep refuse_in_stream(const Failed& failed);
     RelayStep close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
                          std::string_view outcome = "terminal");
-    Task<bool> publish_stream(transport::Exchange& ex);
+    // Publication (the first answer text, or a complete stream without
+    // any): the head is built and published_ set here; it goes out in the
+    // same write as the held events and the rest of the read (write_out).
+    void publish(transport::Exchange& ex);
+    // The relay's `out` as one chunk, after the head when publication left
+    // one pending, and before `after` (the last chunk), in one write.
+    Task<bool> write_out(std::string_view after = {});
     Task<StreamEnd> close_published();
 
     // turn_end.cpp: what ends the turn, its records, the client writes.
-    Task<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {});
-    Task<bool> write_chunk(std::string_view data);
+    // Up to six pieces in one write: each client write is one syscall, and
+    // a stream's head, events and last chunk go out together when they can.
+    Task<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {}, std::string_view d = {},
+                     std::string_view e = {}, std::string_view f = {});
+    // `data` as one chunk (nothing for empty data), after `head` and
+    // `head_body` and before `after`, in one write.
+    Task<bool> write_chunk(std::string_view data, std::string_view head = {}, std::string_view head_body = {},
+                           std::string_view after = {});
     Task<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     // What end_turn writes, once the turn's records are written: the head and
     // body in one write (no head when the hold limit's is out), then for a
@@ -197,6 +209,7 @@ private:
     bool head_out_ = false;     // the client has the response head (hold limit or publication)
     bool answering_ = false;    // answer text is out: held events released, no replay possible
     bool ending_ = false;       // the turn is writing its final answer
+    std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
     Timer write_gate_{client_.get_executor()};
     std::optional<Clock::time_point> first_byte_at_;
 };
