@@ -103,6 +103,10 @@ std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls) {
 // event is still relayed event by event: a read never waits for more).
 constexpr std::size_t read_buffer_bytes = 16384;
 
+// An upstream response head longer than this is refused (a dropped
+// connection, README "Hostile upstreams").
+constexpr std::size_t head_limit_bytes = 64 * 1024;
+
 Connection::Connection(Plain plain)
     : stream_(std::move(plain)), id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {
     buffer_.reserve(read_buffer_bytes);
@@ -254,13 +258,28 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
     for (;;) {
         ResponseParser& parser = c.parser_.emplace();
-        parser.header_limit(64 * 1024);
+        parser.header_limit(head_limit_bytes);
         parser.body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
         if (no_body_) parser.skip(true);
         c.tcp().expires_at(deadline);
-        auto [ec, n] = co_await c.visit([&](auto& stream) {
-            return http::async_read_header(stream, c.buffer(), parser, use_tuple);
-        });
+        // Beast's header_limit bounds only the bytes its parser has not yet
+        // consumed: each complete field line is consumed as it arrives, so
+        // a head that streams field after field never reaches it. The limit
+        // is on the whole head: count what each read's parse consumed.
+        boost::system::error_code ec;
+        std::size_t head_bytes = 0;
+        while (!parser.is_header_done()) {
+            auto [read_ec, n] = co_await c.visit([&](auto& stream) {
+                return http::async_read_some(stream, c.buffer(), parser, use_tuple);
+            });
+            head_bytes += n;
+            if (!read_ec && !parser.is_header_done() && head_bytes > head_limit_bytes)
+                read_ec = http::error::header_limit;
+            if (read_ec) {
+                ec = read_ec;
+                break;
+            }
+        }
         if (ec) {
             failed_ = true;
             if (ec == beast::error::timeout) co_return Fault::deadline;
