@@ -13,6 +13,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -101,7 +102,7 @@ std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls) {
 // 100 writes: syscalls were half the stream relay's CPU. With this much room
 // a read takes whatever the socket holds (a stream that arrives event by
 // event is still relayed event by event: a read never waits for more).
-constexpr std::size_t read_buffer_bytes = 16384;
+constexpr std::size_t read_buffer_bytes = 65536;
 
 // An upstream response head longer than this is refused (a dropped
 // connection, README "Hostile upstreams").
@@ -254,6 +255,30 @@ Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::
     co_return Fault::dropped_before_head;
 }
 
+namespace {
+
+// One step of reading a response head: parses what `buffer` holds. True when
+// the head is complete or refused (`ec`); false when it needs more bytes.
+// `consumed` counts the head bytes the parser took so far; with what is
+// still buffered it may not pass head_limit_bytes.
+bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t& consumed,
+                boost::system::error_code& ec) {
+    if (buffer.size() > 0) {
+        const std::size_t used = parser.put(buffer.data(), ec);
+        buffer.consume(used);
+        consumed += used;
+        if (ec == http::error::need_more) ec = {};
+        if (ec || parser.is_header_done()) return true;
+    }
+    if (consumed + buffer.size() > head_limit_bytes) {
+        ec = http::error::header_limit;
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
     for (;;) {
@@ -262,19 +287,24 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         parser.body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
         if (no_body_) parser.skip(true);
         c.tcp().expires_at(deadline);
-        // Beast's header_limit bounds only the bytes its parser has not yet
-        // consumed: each complete field line is consumed as it arrives, so
-        // a head that streams field after field never reaches it. The limit
-        // is on the whole head: count what each read's parse consumed.
+        // The head is read here, not by http::async_read_header: Beast's
+        // header_limit bounds only the bytes its parser has not consumed,
+        // and it consumes each complete field line as it comes, so a long
+        // head was refused or not depending on how its reads fell. This
+        // loop bounds the whole head (parse_head).
         boost::system::error_code ec;
-        std::size_t head_bytes = 0;
-        while (!parser.is_header_done()) {
+        std::size_t consumed = 0;
+        while (!parse_head(parser, c.buffer(), consumed, ec)) {
+            beast::flat_buffer& buffer = c.buffer();
+            const std::size_t room =
+                std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
             auto [read_ec, n] = co_await c.visit([&](auto& stream) {
-                return http::async_read_some(stream, c.buffer(), parser, use_tuple);
+                return stream.async_read_some(buffer.prepare(room), use_tuple);
             });
-            head_bytes += n;
-            if (!read_ec && !parser.is_header_done() && head_bytes > head_limit_bytes)
-                read_ec = http::error::header_limit;
+            buffer.commit(n);
+            if (read_ec == asio::error::eof) {
+                read_ec = parser.got_some() ? http::error::partial_message : http::error::end_of_stream;
+            }
             if (read_ec) {
                 ec = read_ec;
                 break;

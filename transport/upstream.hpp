@@ -87,7 +87,7 @@ public:
     beast::flat_buffer& buffer() { return buffer_; }
     // Body bytes are read into this, once per connection rather than once
     // per attempt (a pooled connection serves many).
-    std::array<char, 16384>& body_buffer() { return body_buffer_; }
+    std::array<char, 65536>& body_buffer() { return body_buffer_; }
     bool reused() const { return reused_; }
     void mark_reused() { reused_ = true; }
     Clock::time_point idle_since() const { return idle_since_; }
@@ -98,7 +98,7 @@ private:
     friend class Exchange;
     std::variant<Plain, Secure> stream_;
     beast::flat_buffer buffer_;
-    std::array<char, 16384> body_buffer_;
+    std::array<char, 65536> body_buffer_;
     // The state of the Exchange in progress, kept here because a connection
     // carries one exchange at a time: an exchange then costs no allocation
     // (issue 2), and a pooled connection reuses it from answer to answer.
