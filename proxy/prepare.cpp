@@ -3,6 +3,7 @@
 #include "policy/client_deadline.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/request_rules.hpp"
+#include "transport/field_scan.hpp"
 
 #include <atomic>
 #include <optional>
@@ -32,15 +33,8 @@ void make_request_id(std::string& out) {
     out.assign(id, 19);
 }
 
-std::optional<std::string_view> header(const Request& req, std::string_view name) {
-    auto it = req.find(name);
-    if (it == req.end()) return std::nullopt;
-    return it->value();
-}
-
-}  // namespace
-
-Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) {
+Reply prepare_from(Shared& shared, Request& req, const transport::RequestFields& fields, bool keep_alive,
+                  ForwardPlan& plan) {
     plan.clear();
     auto runtime = shared.runtime.load();
     const config::Config& cfg = runtime->config;
@@ -53,7 +47,7 @@ Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) 
     const Dispatch dispatched = dispatch(method, target.path);
     std::string& request_id = plan.request_id;  // the plan's, reused: empty when not under /v1
     if (under_v1(target.path)) {
-        auto client_id = header(req, "x-request-id");
+        const auto& client_id = fields.x_request_id;
         if (client_id && !client_id->empty() && client_id->size() <= 200) {
             request_id.assign(*client_id);
         } else {
@@ -63,7 +57,7 @@ Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) 
 
     ClientAuth auth = ClientAuth::open;
     if (needs_client_token(dispatched)) {
-        auth = authorize_client(header(req, "authorization"), header(req, "x-api-key"), cfg.clients.tokens);
+        auth = authorize_client(fields.authorization, fields.x_api_key, cfg.clients.tokens);
         if (auth == ClientAuth::refused)
             return Reply::refusal(ClientError::unauthorized, true);
     }
@@ -97,7 +91,7 @@ Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) 
         return Reply{Reply::Kind::local, {}, true, {}, std::move(*local)};
     }
 
-    const std::string_view content_type = req[http::field::content_type];
+    const std::string_view content_type = fields.content_type.value_or("");
     BodyFacts facts = inspect_body(content_type, req.body());
     RouteDecision decision = decide_route(method, target.path, facts, cfg);
     if (auto* refusal = std::get_if<Refusal>(&decision))
@@ -131,16 +125,19 @@ Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) 
     plan.keep_alive = keep_alive;
     plan.started = Clock::now();
     // The client's own deadline only ever shortens the route's (SPEC section 6).
-    policy::ClientDeadlineHeaders deadline_headers{header(req, "x-modelproxy-timeout-ms"),
-                                                   header(req, "x-stainless-timeout"),
-                                                   header(req, "x-stainless-read-timeout")};
+    policy::ClientDeadlineHeaders deadline_headers{fields.x_modelproxy_timeout_ms, fields.x_stainless_timeout,
+                                                   fields.x_stainless_read_timeout};
     plan.deadline = plan.started + std::chrono::milliseconds(policy::turn_deadline(route.timeout_ms, deadline_headers).ms);
 
     // The upstream head: the route's Host, the client's end-to-end headers
     // less credentials the route replaces, the route's key and static headers.
-    // The Connection tokens are read in place for each field, not collected.
-    const auto connection_fields = req.equal_range(http::field::connection);
+    // The Connection tokens are read in place for each field, not collected;
+    // all Connection fields count, the rare repeated ones found by a lookup.
+    const auto connection_fields = fields.connection_repeated ? req.equal_range(http::field::connection)
+                                                              : std::make_pair(req.end(), req.end());
     const auto connection_listed = [&](std::string_view name) {
+        if (!fields.connection_repeated)
+            return fields.connection ? connection_lists(*fields.connection, name) : ConnectionListed::no;
         for (auto it = connection_fields.first; it != connection_fields.second; ++it)
             if (connection_lists(it->value(), name) == ConnectionListed::yes) return ConnectionListed::yes;
         return ConnectionListed::no;
@@ -198,6 +195,18 @@ Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan) 
     }
     h += "\r\n";
     return Reply{Reply::Kind::forward, {}, false, {}, {}};
+}
+
+}  // namespace
+
+Reply prepare(Shared& shared, Request& req, ForwardPlan& plan) {
+    // The request's fields in one walk (transport/field_scan.hpp), after its
+    // body: a chunked body's trailers are fields too.
+    const transport::RequestFields fields = transport::scan_request(req);
+    const bool keep_alive = transport::keep_alive(req.version(), fields.connection) && !shared.draining.load();
+    Reply reply = prepare_from(shared, req, fields, keep_alive, plan);
+    reply.keep_alive = keep_alive;
+    return reply;
 }
 
 }  // namespace modelproxy::proxy

@@ -21,6 +21,7 @@ struct Reply {
     bool with_id = false;  // the answer and record carry plan.request_id
     std::string message;   // refuse: the envelope message, "" for the default
     LocalAnswer answer;    // local, metrics
+    bool keep_alive = false;  // the connection may carry another request (set by prepare)
 
     static Reply refusal(ClientError error, bool with_id, std::string message = {}) {
         return Reply{Kind::refuse, error, with_id, std::move(message), {}};
@@ -28,7 +29,8 @@ struct Reply {
 };
 
 // Clears `plan` and fills it for a forwarded request; the other kinds leave
-// only plan.request_id set (when the path is under /v1).
-Reply prepare(Shared& shared, Request& req, bool keep_alive, ForwardPlan& plan);
+// only plan.request_id set (when the path is under /v1). Sets the reply's
+// keep_alive: the request's own (Beast's rule) unless the proxy is draining.
+Reply prepare(Shared& shared, Request& req, ForwardPlan& plan);
 
 }  // namespace modelproxy::proxy

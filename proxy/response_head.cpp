@@ -29,7 +29,8 @@ void ResponseHead::add(std::string_view name, std::string_view value) {
 
 void ResponseHead::copy_upstream(const transport::ResponseHeader& upstream) {
     // Its tokens are read in place for each field, not collected (issue 2).
-    const std::string_view connection = upstream[http::field::connection];
+    // One walk to the first Connection field (field_scan.hpp), not a tree lookup.
+    const std::string_view connection = transport::first_connection(upstream).value_or("");
     for (const auto& field : upstream) {
         const std::string_view name = field.name_string();
         if (!forward_response_header(name, connection_lists(connection, name))) continue;

@@ -6,6 +6,7 @@
 #include "proxy/request_rules.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
+#include "transport/field_scan.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -109,7 +110,7 @@ private:
     Task<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
     // Answers the request (a turn when it is forwarded). Returns whether the
     // connection stays open.
-    Task<bool> handle(Request& req, bool keep_alive, ForwardPlan& plan);
+    Task<bool> handle(Request& req, ForwardPlan& plan);
     void record_refusal(std::string_view request_id, std::string_view code, unsigned status);
 
     Worker& worker_;
@@ -172,6 +173,32 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
     return ClientError::bad_request;
 }
 
+// What the request head alone decides, before its body is read: a refusal
+// (which closes the connection), or whether to answer 100 Continue. A plain
+// function, so that the fields it reads (one walk, transport/field_scan.hpp)
+// stay off read_request's coroutine frame.
+struct HeadCheck {
+    std::optional<ClientError> refusal;
+    bool send_continue = false;
+};
+
+HeadCheck check_head(const RequestHeadParser& parser, const config::Limits& limits) {
+    const transport::RequestFields fields = transport::scan_request(parser.get());
+    // RFC 9112 section 6.3: a request Transfer-Encoding whose final coding
+    // is not chunked leaves the body length unknown, so the bytes after
+    // the head could be read as a body or as another request: 400, close.
+    // (Beast itself refuses Content-Length beside chunked, and lengths
+    // that disagree.)
+    if (fields.transfer_encoding && !parser.chunked()) return {ClientError::bad_request};
+    if (auto length = parser.content_length();
+        length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
+        return {ClientError::payload_too_large};
+    }
+    if (!acceptable_request_encoding(fields.content_encoding.value_or("")))
+        return {ClientError::unsupported_content_encoding};
+    return {std::nullopt, iequals(fields.expect.value_or(""), "100-continue")};
+}
+
 Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,
                                                  ReadTimer& read_timer) {
     beast::flat_buffer& buffer = slot.buffer;
@@ -189,27 +216,13 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             co_return ReadOutcome::close;
         }
     }
-    const auto& head = head_parser.get();
-    // RFC 9112 section 6.3: a request Transfer-Encoding whose final coding
-    // is not chunked leaves the body length unknown, so the bytes after
-    // the head could be read as a body or as another request: 400, close.
-    // (Beast itself refuses Content-Length beside chunked, and lengths
-    // that disagree.)
-    if (head.count(http::field::transfer_encoding) != 0 && !head_parser.chunked()) {
-        co_await refuse(ClientError::bad_request, false);
-        co_return ReadOutcome::close;
-    }
-    if (auto length = head_parser.content_length();
-        length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
-        co_await refuse(ClientError::payload_too_large, false);
-        co_return ReadOutcome::close;
-    }
-    if (!acceptable_request_encoding(head[http::field::content_encoding])) {
-        co_await refuse(ClientError::unsupported_content_encoding, false);
+    const HeadCheck check = check_head(head_parser, limits);
+    if (check.refusal) {
+        co_await refuse(*check.refusal, false);
         co_return ReadOutcome::close;
     }
     // Expect: 100-continue is answered here and never forwarded (section 4).
-    if (auto expect = head[http::field::expect]; iequals(expect, "100-continue")) {
+    if (check.send_continue) {
         static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
         auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(go_on), use_tuple);
         if (ec) co_return ReadOutcome::close;
@@ -285,16 +298,15 @@ Task<void> Session::run() {
         first = false;
         RequestSlot& slot = *slot_;
         if (co_await read_request(slot, limits, read_timer) == ReadOutcome::close) co_return;
-        Request& req = slot.parser->get();
-        const bool keep_alive = req.keep_alive() && !shared.draining.load();
-        const bool stays_open = co_await handle(req, keep_alive, slot.plan);
+        const bool stays_open = co_await handle(slot.parser->get(), slot.plan);
         slot.parser.reset();
         if (!stays_open) co_return;
     }
 }
 
-Task<bool> Session::handle(Request& req, bool keep_alive, ForwardPlan& plan) {
-    Reply reply = prepare(worker_.shared(), req, keep_alive, plan);
+Task<bool> Session::handle(Request& req, ForwardPlan& plan) {
+    Reply reply = prepare(worker_.shared(), req, plan);
+    const bool keep_alive = reply.keep_alive;
     const std::string_view request_id = reply.with_id ? std::string_view(plan.request_id) : std::string_view();
     bool open = false;
     switch (reply.kind) {

@@ -121,16 +121,11 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
                 auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
                 failed.classification = policy::classify_http(status, error, plan_.endpoint);
                 failed.status = status;
-                auto header = [&](std::string_view name) -> std::optional<std::string_view> {
-                    auto it = ex.head().find(name);
-                    if (it == ex.head().end()) return std::nullopt;
-                    return it->value();
-                };
                 const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
                                           .count();
                 failed.retry_after_ms =
-                    policy::retry_after_ms(header("retry-after-ms"), header("retry-after"), now_unix);
+                    policy::retry_after_ms(ex.fields().retry_after_ms, ex.fields().retry_after, now_unix);
                 failed.body = std::move(body);
                 failed.attempt = std::move(a);
             }
@@ -253,7 +248,7 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
     } else if (plan_.endpoint != policy::Endpoint::other) {
         metrics::count_usage(worker_.counters(slot_), worker_.inspector().inspect(body, plan_.endpoint).usage);
     }
-    const auto type = ex.head()[transport::http::field::content_type];
+    const std::string_view type = ex.fields().content_type.value_or("");
     const bool text = type.empty() || type.find("json") != std::string_view::npos ||
                       type.substr(0, 5) == "text/" || type.find("event-stream") != std::string_view::npos;
     if (text && plan_.runtime->secrets && plan_.runtime->secrets->contains_secret(body)) {

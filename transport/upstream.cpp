@@ -235,6 +235,7 @@ void Exchange::end() {
     if (connection_) {
         connection_->parser_.reset();
         connection_->inflater_.reset();
+        connection_->fields_ = {};  // its views were into the parser's fields
     }
 }
 
@@ -329,7 +330,8 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         }
         break;
     }
-    auto coding = trim(c.parser_->get()[http::field::content_encoding]);
+    c.fields_ = scan_response(c.parser_->get());
+    auto coding = trim(c.fields_.content_encoding.value_or(""));
     if (coding.empty() || policy::iequals(coding, "identity")) {
     } else if (policy::iequals(coding, "gzip") || policy::iequals(coding, "x-gzip")) {
         c.inflater_.emplace(Inflater::Coding::gzip);
@@ -344,8 +346,10 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
 
 const ResponseHeader& Exchange::head() const { return connection_->parser_->get().base(); }
 
+const ResponseFields& Exchange::fields() const { return connection_->fields_; }
+
 bool Exchange::event_stream() const {
-    auto type = connection_->parser_->get()[http::field::content_type];
+    auto type = connection_->fields_.content_type.value_or("");
     auto semi = type.find(';');
     return policy::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
@@ -385,6 +389,9 @@ Task<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point 
         out.append(buffer.data(), got);
     }
     done = parser.is_done();
+    // A chunked body may end with trailer fields, which Beast adds to the
+    // head's: seen as a lookup after the body would see them.
+    if (done && parser.chunked()) c.fields_ = scan_response(parser.get());
     co_return Fault::none;
 }
 

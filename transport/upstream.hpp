@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "transport/executor.hpp"
+#include "transport/field_scan.hpp"
 #include "transport/inflater.hpp"
 #include "transport/recycling.hpp"
 
@@ -104,6 +105,7 @@ private:
     // (issue 2), and a pooled connection reuses it from answer to answer.
     std::optional<ResponseParser> parser_;
     std::optional<Inflater> inflater_;
+    ResponseFields fields_;  // of the exchange's answer once its head is read
     bool reused_ = false;
     Clock::time_point idle_since_{};
     std::uint64_t id_;
@@ -167,6 +169,9 @@ public:
     Task<Fault> read_head(Clock::time_point deadline);
 
     const ResponseHeader& head() const;
+    // The head's fields the proxy reads, found in one walk (field_scan.hpp);
+    // a chunked body's trailers are added once the body is complete.
+    const ResponseFields& fields() const;
     bool event_stream() const;  // content type text/event-stream
 
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the

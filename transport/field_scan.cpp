@@ -1,0 +1,99 @@
+#include "transport/field_scan.hpp"
+
+#include "policy/ascii.hpp"
+
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/rfc7230.hpp>
+
+namespace modelproxy::transport {
+
+namespace {
+
+namespace http = boost::beast::http;
+
+// The first of several fields of one name is the one kept (find()'s answer).
+void keep_first(FieldValue& slot, std::string_view value) {
+    if (!slot) slot = value;
+}
+
+std::string_view value_of(const Fields::value_type& field) {
+    const auto v = field.value();
+    return {v.data(), v.size()};
+}
+
+std::string_view name_of(const Fields::value_type& field) {
+    const auto n = field.name_string();
+    return {n.data(), n.size()};
+}
+
+}  // namespace
+
+RequestFields scan_request(const Fields& fields) {
+    RequestFields out;
+    for (const auto& field : fields) {
+        switch (field.name()) {
+            case http::field::content_type: keep_first(out.content_type, value_of(field)); break;
+            case http::field::content_encoding: keep_first(out.content_encoding, value_of(field)); break;
+            case http::field::expect: keep_first(out.expect, value_of(field)); break;
+            case http::field::authorization: keep_first(out.authorization, value_of(field)); break;
+            case http::field::transfer_encoding: out.transfer_encoding = true; break;
+            case http::field::connection:
+                if (out.connection) out.connection_repeated = true;
+                keep_first(out.connection, value_of(field));
+                break;
+            case http::field::unknown: {
+                // Names Beast has no enum for (a unit test checks each is unknown to it).
+                const std::string_view name = name_of(field);
+                if (name.size() < 9 || (name[0] != 'x' && name[0] != 'X')) break;
+                if (policy::iequals(name, "x-request-id")) keep_first(out.x_request_id, value_of(field));
+                else if (policy::iequals(name, "x-api-key")) keep_first(out.x_api_key, value_of(field));
+                else if (policy::iequals(name, "x-modelproxy-timeout-ms"))
+                    keep_first(out.x_modelproxy_timeout_ms, value_of(field));
+                else if (policy::iequals(name, "x-stainless-timeout"))
+                    keep_first(out.x_stainless_timeout, value_of(field));
+                else if (policy::iequals(name, "x-stainless-read-timeout"))
+                    keep_first(out.x_stainless_read_timeout, value_of(field));
+                break;
+            }
+            default: break;
+        }
+    }
+    return out;
+}
+
+ResponseFields scan_response(const Fields& fields) {
+    ResponseFields out;
+    for (const auto& field : fields) {
+        switch (field.name()) {
+            case http::field::content_type: keep_first(out.content_type, value_of(field)); break;
+            case http::field::content_encoding: keep_first(out.content_encoding, value_of(field)); break;
+            case http::field::connection: keep_first(out.connection, value_of(field)); break;
+            case http::field::retry_after: keep_first(out.retry_after, value_of(field)); break;
+            case http::field::unknown:
+                if (policy::iequals(name_of(field), "retry-after-ms")) keep_first(out.retry_after_ms, value_of(field));
+                break;
+            default: break;
+        }
+    }
+    return out;
+}
+
+FieldValue first_connection(const Fields& fields) {
+    for (const auto& field : fields)
+        if (field.name() == http::field::connection) return value_of(field);
+    return std::nullopt;
+}
+
+bool keep_alive(unsigned version, FieldValue connection) {
+    // Beast's own rule (basic_fields::get_keep_alive_impl), with the tokens
+    // compared by policy::iequals rather than beast::iequals (see ascii.hpp).
+    const auto lists = [&](std::string_view token) {
+        for (const auto& t : http::token_list{*connection})
+            if (policy::iequals({t.data(), t.size()}, token)) return true;
+        return false;
+    };
+    if (version < 11) return connection && lists("keep-alive");
+    return !connection || !lists("close");
+}
+
+}  // namespace modelproxy::transport

@@ -1,0 +1,63 @@
+// The header fields the proxy reads, found in one walk of a Beast fields
+// list instead of one lookup each (issue 7). Beast's find() and operator[]
+// search a red-black tree keyed with a case-insensitive compare, a few hundred
+// instructions a lookup; a walk switches on the field enum Beast computed
+// while parsing, and compares name strings only for names Beast does not know.
+//
+// Each value is the FIRST field of that name, as find() and operator[] give
+// (std::nullopt when there is none). The views point into the fields' own
+// storage: valid while those fields exist and are not erased (Beast allocates
+// each field separately, so moving the container or adding fields, such as a
+// chunked body's trailers, leaves them valid; a trailer is not seen by a scan
+// made before it was read).
+//
+// Pure: no I/O.
+#pragma once
+
+#include "transport/recycling.hpp"
+
+#include <optional>
+#include <string_view>
+
+namespace modelproxy::transport {
+
+using FieldValue = std::optional<std::string_view>;
+
+// A client request's fields that the session and the request rules read.
+struct RequestFields {
+    FieldValue content_type;
+    FieldValue content_encoding;
+    FieldValue expect;
+    FieldValue connection;
+    FieldValue authorization;
+    FieldValue x_api_key;
+    FieldValue x_request_id;
+    FieldValue x_modelproxy_timeout_ms;
+    FieldValue x_stainless_timeout;
+    FieldValue x_stainless_read_timeout;
+    bool transfer_encoding = false;  // at least one Transfer-Encoding field
+    bool connection_repeated = false;  // more than one Connection field: its tokens are in all of them
+};
+
+// An upstream answer's fields that the transport and the turn read.
+struct ResponseFields {
+    FieldValue content_type;
+    FieldValue content_encoding;
+    FieldValue connection;
+    FieldValue retry_after;
+    FieldValue retry_after_ms;
+};
+
+RequestFields scan_request(const Fields& fields);
+ResponseFields scan_response(const Fields& fields);
+
+// The first Connection field's value: what ResponseHead needs from an answer
+// it copies (one walk that stops at the match, no tree lookup).
+FieldValue first_connection(const Fields& fields);
+
+// Beast's message::keep_alive() from the first Connection field's value:
+// HTTP/1.1 and later stay open unless it lists "close"; HTTP/1.0 stays open
+// only when it lists "keep-alive".
+bool keep_alive(unsigned version, FieldValue connection);
+
+}  // namespace modelproxy::transport
