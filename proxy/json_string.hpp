@@ -2,14 +2,24 @@
 // upstream_model rewrite of a request body.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace modelproxy::proxy {
 
-// Appends `text` as a quoted JSON string. Boost.JSON's serializer does the
-// escaping; text with nothing to escape (printable ASCII without `"` or `\`,
-// nearly every value) is copied as is, without the serializer's set-up.
+// The most bytes write_json_string writes for `size` input bytes: the two
+// quotes and, at worst, a \u00XX escape (6 bytes) for every input byte.
+constexpr std::size_t json_string_bound(std::size_t size) { return 2 + 6 * size; }
+
+// Writes `text` as a quoted JSON string at `out`, which must have room for
+// json_string_bound(text.size()) bytes, and returns the end of what it wrote.
+// Boost.JSON's serializer does the escaping; text with nothing to escape
+// (printable ASCII without `"` or `\`, nearly every value) is copied as is,
+// without the serializer's set-up.
+char* write_json_string(char* out, std::string_view text);
+
+// The same string appended to `out`.
 void append_json_string(std::string& out, std::string_view text);
 
 }  // namespace modelproxy::proxy

@@ -47,7 +47,7 @@ struct TurnRecord {
 
 std::string to_json_line(const AttemptRecord& record);
 std::string to_json_line(const TurnRecord& record);
-// The same line appended to `out` (the allocation-free path RecordLog uses).
+// The same line appended to `out`.
 void append_json_line(std::string& out, const AttemptRecord& record);
 void append_json_line(std::string& out, const TurnRecord& record);
 
