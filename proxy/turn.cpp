@@ -350,8 +350,13 @@ void RequestSlot::clear() {
     // for it again).
     buffer.clear();
     if (buffer.capacity() > 16 * 1024) buffer.shrink_to_fit();
-    for (std::string* kept : {&plan.body, &plan.answer_body, &plan.stream.held, &plan.stream.out, &plan.stream.piece})
+    for (std::string* kept : {&plan.body, &plan.answer_body})
         if (kept->capacity() > 64 * 1024) std::string().swap(*kept);
+    // A stream's buffers hold one upstream read (up to 64 KiB, transport/)
+    // and grow by doubling: kept up to twice that, so a stream that fills
+    // its reads costs no allocation on the next request (issue 2).
+    for (std::string* kept : {&plan.stream.held, &plan.stream.out, &plan.stream.piece})
+        if (kept->capacity() > 128 * 1024) std::string().swap(*kept);
     if (plan.head_text.capacity() > 16 * 1024) std::string().swap(plan.head_text);
     if (plan.upstream_head.capacity() > 16 * 1024) std::string().swap(plan.upstream_head);
     plan.stream.reader.reset();  // releases buffers grown past its own limit
