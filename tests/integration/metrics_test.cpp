@@ -87,13 +87,6 @@ std::vector<std::string> messages_stream(std::string_view model, int input_token
             event("message_stop", R"({"type":"message_stop"})")};
 }
 
-// The value of the sample written exactly as `series`, or nullopt.
-std::optional<double> value(const std::string& text, const std::string& series) {
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-    return std::nullopt;
-}
 
 std::string scrape(const ProxyProcess& proxy) {
     const Response r = proxy.client().get("/metrics");
@@ -143,18 +136,18 @@ void check_histogram(const std::string& text, const std::string& name, const std
     const std::string labels = "{route=\"" + route + "\"}";
     std::int64_t sum = 0;
     for (auto v : ms) sum += v;
-    CHECK(value(text, name + "_count" + labels) == static_cast<double>(ms.size()));
-    const auto scraped_sum = value(text, name + "_sum" + labels);
+    CHECK(metric_value(text, name + "_count" + labels) == static_cast<double>(ms.size()));
+    const auto scraped_sum = metric_value(text, name + "_sum" + labels);
     REQUIRE(scraped_sum);
     CHECK(*scraped_sum == Approx(static_cast<double>(sum) / 1000.0).margin(1e-9));
     const std::pair<std::string_view, std::int64_t> buckets[] = {{"0.005", 5}, {"0.1", 100}, {"1", 1000}, {"300", 300000}};
     for (const auto& [le, bound_ms] : buckets) {
         std::size_t within = 0;
         for (auto v : ms) within += v <= bound_ms ? 1 : 0;
-        CHECK(value(text, name + "_bucket{route=\"" + route + "\",le=\"" + std::string(le) + "\"}") ==
+        CHECK(metric_value(text, name + "_bucket{route=\"" + route + "\",le=\"" + std::string(le) + "\"}") ==
               static_cast<double>(within));
     }
-    CHECK(value(text, name + "_bucket{route=\"" + route + "\",le=\"+Inf\"}") == static_cast<double>(ms.size()));
+    CHECK(metric_value(text, name + "_bucket{route=\"" + route + "\",le=\"+Inf\"}") == static_cast<double>(ms.size()));
 }
 
 }  // namespace
@@ -200,37 +193,37 @@ TEST_CASE("after known turns /metrics moved by exactly what the records say", "[
     const std::string text = scrape(*proxy);
     CAPTURE(text);
 
-    CHECK(value(text, R"(modelproxy_turns_total{route="fake",outcome="ok"})") == 2);
-    CHECK(value(text, R"(modelproxy_turns_total{route="fake",outcome="refused"})") == 1);
-    CHECK(value(text, R"(modelproxy_turns_total{route="fake",outcome="terminal"})") == 0);
-    CHECK(value(text, R"(modelproxy_turns_total{route="any",outcome="ok"})") == 2);
-    CHECK(value(text, R"(modelproxy_turns_total{route="",outcome="rejected"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="fake",outcome="ok"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="fake",outcome="refused"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="fake",outcome="terminal"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="any",outcome="ok"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="",outcome="rejected"})") == 1);
 
-    CHECK(value(text, R"(modelproxy_attempts_total{route="fake",class="ok"})") == 2);
-    CHECK(value(text, R"(modelproxy_attempts_total{route="fake",class="server"})") == 1);
-    CHECK(value(text, R"(modelproxy_attempts_total{route="fake",class="identity"})") == 1);
-    CHECK(value(text, R"(modelproxy_attempts_total{route="fake",class="network"})") == 0);
-    CHECK(value(text, R"(modelproxy_attempts_total{route="any",class="ok"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_attempts_total{route="fake",class="ok"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_attempts_total{route="fake",class="server"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_attempts_total{route="fake",class="identity"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_attempts_total{route="fake",class="network"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_attempts_total{route="any",class="ok"})") == 2);
 
-    CHECK(value(text, R"(modelproxy_refusals_total{route="fake",code="model_identity_mismatch"})") == 1);
-    CHECK(value(text, R"(modelproxy_refusals_total{route="fake",code="credential_in_response"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_refusals_total{route="fake",code="model_identity_mismatch"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_refusals_total{route="fake",code="credential_in_response"})") == 0);
 
-    CHECK(value(text, R"(modelproxy_usage_tokens_total{route="fake",kind="input"})") == 11 + 5 + 100);
-    CHECK(value(text, R"(modelproxy_usage_tokens_total{route="fake",kind="output"})") == 7 + 3 + 200);
-    CHECK(value(text, R"(modelproxy_usage_tokens_total{route="any",kind="input"})") == 2 + 25);
-    CHECK(value(text, R"(modelproxy_usage_tokens_total{route="any",kind="output"})") == 4 + 15);
+    CHECK(metric_value(text, R"(modelproxy_usage_tokens_total{route="fake",kind="input"})") == 11 + 5 + 100);
+    CHECK(metric_value(text, R"(modelproxy_usage_tokens_total{route="fake",kind="output"})") == 7 + 3 + 200);
+    CHECK(metric_value(text, R"(modelproxy_usage_tokens_total{route="any",kind="input"})") == 2 + 25);
+    CHECK(metric_value(text, R"(modelproxy_usage_tokens_total{route="any",kind="output"})") == 4 + 15);
 
-    CHECK(value(text, "modelproxy_inflight_turns") == 0);
-    CHECK(value(text, "modelproxy_connections") >= 1);  // at least the scrape's own
-    CHECK(value(text, R"(modelproxy_upstream_connections{route="fake",state="busy"})") == 0);
-    CHECK(value(text, R"(modelproxy_upstream_connections{route="any",state="busy"})") == 0);
+    CHECK(metric_value(text, "modelproxy_inflight_turns") == 0);
+    CHECK(metric_value(text, "modelproxy_connections") >= 1);  // at least the scrape's own
+    CHECK(metric_value(text, R"(modelproxy_upstream_connections{route="fake",state="busy"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connections{route="any",state="busy"})") == 0);
     // Both routes share one pool (same upstream); its idle connection is
     // reported once, under the first route. The refused answer's connection
     // was closed, the last stream's went back to the pool.
-    CHECK(value(text, R"(modelproxy_upstream_connections{route="fake",state="idle"})") == 1);
-    CHECK(value(text, R"(modelproxy_upstream_connections{route="any",state="idle"})") == 0);
-    CHECK(value(text, "process_resident_memory_bytes") > 0);
-    CHECK(value(text, "process_open_fds") > 0);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connections{route="fake",state="idle"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connections{route="any",state="idle"})") == 0);
+    CHECK(metric_value(text, "process_resident_memory_bytes") > 0);
+    CHECK(metric_value(text, "process_open_fds") > 0);
 
     // Retry waits and histograms: exactly the records' values.
     auto records = records_by_route(*proxy);
@@ -243,11 +236,11 @@ TEST_CASE("after known turns /metrics moved by exactly what the records say", "[
             durations.push_back(t.integer("duration_ms").value_or(-1));
             if (auto ttft = t.integer("ttft_ms")) ttfts.push_back(*ttft);
         }
-        CHECK(value(text, "modelproxy_retry_wait_seconds_total{route=\"" + route + "\"}") ==
+        CHECK(metric_value(text, "modelproxy_retry_wait_seconds_total{route=\"" + route + "\"}") ==
               Approx(static_cast<double>(delay) / 1000.0).margin(1e-9));
         check_histogram(text, "modelproxy_turn_duration_seconds", route, durations);
         check_histogram(text, "modelproxy_time_to_first_token_seconds", route, ttfts);
-        CHECK(value(text, "modelproxy_attempt_duration_seconds_count{route=\"" + route + "\"}") ==
+        CHECK(metric_value(text, "modelproxy_attempt_duration_seconds_count{route=\"" + route + "\"}") ==
               static_cast<double>(rr.attempts.size()));
     }
     CHECK(records["fake"].attempts.size() == 4);
@@ -281,10 +274,10 @@ TEST_CASE("a refusal after publication is recorded refused and counted as one", 
     CHECK(turn->boolean("published") == true);
 
     const std::string text = scrape(*proxy);
-    CHECK(value(text, R"(modelproxy_turns_total{route="fake",outcome="refused"})") == 1);
-    CHECK(value(text, R"(modelproxy_turns_total{route="fake",outcome="terminal"})") == 0);
-    CHECK(value(text, R"(modelproxy_refusals_total{route="fake",code="model_identity_mismatch"})") == 1);
-    CHECK(value(text, R"(modelproxy_time_to_first_token_seconds_count{route="fake"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="fake",outcome="refused"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="fake",outcome="terminal"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_refusals_total{route="fake",code="model_identity_mismatch"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_time_to_first_token_seconds_count{route="fake"})") == 1);
 }
 
 TEST_CASE("/metrics needs no client token, answers HEAD, and refuses other methods", "[metrics]") {
@@ -297,7 +290,7 @@ TEST_CASE("/metrics needs no client token, answers HEAD, and refuses other metho
     REQUIRE(proxy->wait_for_records("turn", 1, bound));
     // ... while /metrics needs none.
     const std::string text = scrape(*proxy);
-    CHECK(value(text, R"(modelproxy_turns_total{route="",outcome="rejected"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="",outcome="rejected"})") == 1);
     CHECK(text.find("tok-alpha") == std::string::npos);
 
     HttpClient client = proxy->client();
@@ -332,8 +325,8 @@ TEST_CASE("counters survive a reload, a removed route keeps its values, a new on
     REQUIRE(proxy->client().post_json("/v1/chat/completions", chat_request("gpt-4o-mini")).status == 200);
 
     const std::string text = scrape(*proxy);
-    CHECK(value(text, R"(modelproxy_turns_total{route="fake",outcome="ok"})") == 2);
-    CHECK(value(text, R"(modelproxy_turns_total{route="any",outcome="ok"})") == 0);
-    CHECK(value(text, R"(modelproxy_turns_total{route="rest",outcome="ok"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="fake",outcome="ok"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="any",outcome="ok"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_turns_total{route="rest",outcome="ok"})") == 0);
     check_with_promtool(text);
 }

@@ -62,13 +62,6 @@ std::string joined(const std::vector<std::string>& pieces) {
     return all;
 }
 
-// The value of the sample written exactly as `series`, or nullopt.
-std::optional<double> value(const std::string& metrics, const std::string& series) {
-    std::istringstream in(metrics);
-    for (std::string l; std::getline(in, l);)
-        if (l.rfind(series + " ", 0) == 0) return std::stod(l.substr(series.size() + 1));
-    return std::nullopt;
-}
 
 std::string scrape(const ProxyProcess& proxy) {
     const Response r = proxy.client().get("/metrics");
@@ -117,11 +110,11 @@ TEST_CASE("a key completed over three events of one read: the events before the 
     REQUIRE(proxy->wait_for_records("turn", 1, 5s));
     const std::string metrics = scrape(*proxy);
     CAPTURE(metrics);
-    CHECK(value(metrics, R"(modelproxy_refusals_total{route="r",code="credential_in_response"})") == 1);
-    CHECK(value(metrics, R"(modelproxy_turns_total{route="r",outcome="refused"})") == 1);
+    CHECK(metric_value(metrics, R"(modelproxy_refusals_total{route="r",code="credential_in_response"})") == 1);
+    CHECK(metric_value(metrics, R"(modelproxy_turns_total{route="r",outcome="refused"})") == 1);
     // Only the clean events' usage: the refused event's and the later ones' never count.
-    CHECK(value(metrics, R"(modelproxy_usage_tokens_total{route="r",kind="input"})") == 3);
-    CHECK(value(metrics, R"(modelproxy_usage_tokens_total{route="r",kind="output"})") == 4);
+    CHECK(metric_value(metrics, R"(modelproxy_usage_tokens_total{route="r",kind="input"})") == 3);
+    CHECK(metric_value(metrics, R"(modelproxy_usage_tokens_total{route="r",kind="output"})") == 4);
 }
 
 TEST_CASE("a key completed in the first answer-text event is refused before anything is published",
@@ -163,5 +156,5 @@ TEST_CASE("a key completed after [DONE], in the same read, is still refused", "[
     REQUIRE(error.contains("error"));
     CHECK(error.at("error").at("type") == boost::json::value("credential_in_response"));
     REQUIRE(proxy->wait_for_records("turn", 1, 5s));
-    CHECK(value(scrape(*proxy), R"(modelproxy_refusals_total{route="r",code="credential_in_response"})") == 1);
+    CHECK(metric_value(scrape(*proxy), R"(modelproxy_refusals_total{route="r",code="credential_in_response"})") == 1);
 }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -401,6 +402,13 @@ std::vector<JsonRecord> attempt_records(const ProxyProcess& proxy) {
     for (auto& record : proxy.records())
         if (record.event() == "attempt") attempts.push_back(std::move(record));
     return attempts;
+}
+
+std::optional<double> metric_value(const std::string& metrics, const std::string& series) {
+    std::istringstream in(metrics);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    return std::nullopt;
 }
 
 }  // namespace modelproxy::test

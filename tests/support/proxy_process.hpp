@@ -135,6 +135,9 @@ std::optional<JsonRecord> turn_record(const ProxyProcess& proxy,
                                       std::chrono::milliseconds timeout = std::chrono::seconds{5});
 // The attempt records written so far, in order.
 std::vector<JsonRecord> attempt_records(const ProxyProcess& proxy);
+// The value of the sample written exactly as `series` (name and labels) in
+// a /metrics text, or nullopt.
+std::optional<double> metric_value(const std::string& metrics, const std::string& series);
 
 // run_command with modelproxy_binary() prepended to `args`.
 CommandResult run_modelproxy(const std::vector<std::string>& args, const Environment& env = {},
