@@ -155,10 +155,7 @@ public:
         latest_ = {};
     }
 
-    void see(const sse::Usage& usage) {
-        if (usage.input_tokens) latest_.input_tokens = usage.input_tokens;
-        if (usage.output_tokens) latest_.output_tokens = usage.output_tokens;
-    }
+    void see(const sse::Usage& usage) { latest_.update(usage); }
 
 private:
     RouteCounters& counters_;

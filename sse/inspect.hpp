@@ -77,6 +77,14 @@ struct Usage {
     std::optional<std::uint64_t> output_tokens;  // completion_tokens or output_tokens
     std::optional<std::uint64_t> total_tokens;   // total_tokens
     bool present() const { return input_tokens || output_tokens || total_tokens; }
+    // A stream's later line over an earlier one: streams repeat or grow
+    // their counts (Anthropic's message_delta carries the cumulative output
+    // count after message_start's), so the latest value of each kind wins.
+    void update(const Usage& later) {
+        if (later.input_tokens) input_tokens = later.input_tokens;
+        if (later.output_tokens) output_tokens = later.output_tokens;
+        if (later.total_tokens) total_tokens = later.total_tokens;
+    }
 };
 
 // The answer for one data line. Views point into the Inspector (or the line)

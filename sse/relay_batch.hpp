@@ -36,13 +36,9 @@ public:
         marks_.push_back(Mark{out, held, usage_});
         return static_cast<std::uint32_t>(marks_.size() - 1);
     }
-    // A line's usage. The latest value of each count wins, as in
-    // metrics::UsageTally, so usage() counted once equals each line counted.
-    void see(const Usage& usage) {
-        if (usage.input_tokens) usage_.input_tokens = usage.input_tokens;
-        if (usage.output_tokens) usage_.output_tokens = usage.output_tokens;
-        if (usage.total_tokens) usage_.total_tokens = usage.total_tokens;
-    }
+    // A line's usage, by Usage::update (the latest value of each count
+    // wins), so usage() counted once equals each line counted.
+    void see(const Usage& usage) { usage_.update(usage); }
 
     // What stands when line `ordinal` (< lines()) is refused.
     const Mark& at(std::uint32_t ordinal) const { return marks_[ordinal]; }
