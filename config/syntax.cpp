@@ -15,8 +15,8 @@
 namespace modelproxy::config::detail {
 namespace {
 
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+using policy::is_alpha;
+using policy::is_digit;
 
 bool is_host_name(std::string_view host) {
     if (host.empty()) {

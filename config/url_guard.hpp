@@ -1,5 +1,7 @@
 #pragma once
 
+#include "policy/ascii.hpp"
+
 #include <string_view>
 
 namespace modelproxy::config {
@@ -15,13 +17,14 @@ inline std::string_view scheme_before_rootless_path(std::string_view url) {
     if (colon == std::string_view::npos || colon == 0 || colon + 1 >= url.size() || url[colon + 1] == '/') {
         return {};
     }
-    const auto is_alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    using policy::is_alpha;
+    using policy::is_digit;
     if (!is_alpha(url[0])) {
         return {};
     }
     for (std::size_t i = 1; i < colon; ++i) {
         const char c = url[i];
-        if (!is_alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') {
+        if (!is_alpha(c) && !is_digit(c) && c != '+' && c != '-' && c != '.') {
             return {};
         }
     }

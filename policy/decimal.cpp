@@ -1,13 +1,13 @@
 #include "policy/decimal.hpp"
 
+#include "policy/ascii.hpp"
+
 #include <limits>
 
 namespace modelproxy::policy {
 namespace {
 
 constexpr std::int64_t max_i64 = std::numeric_limits<std::int64_t>::max();
-
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
     if (a != 0 && b > max_i64 / a) return max_i64;
