@@ -7,6 +7,8 @@
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
 #include "transport/field_scan.hpp"
+#include "transport/parse_buffered.hpp"
+#include "transport/write_now.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -131,7 +133,7 @@ Task<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_vi
     if (!keep_alive) head.add("connection", "close");
     std::string text = head.finish();
     std::array<asio::const_buffer, 2> buffers{asio::buffer(text), asio::buffer(a.body)};
-    auto [ec, n] = co_await asio::async_write(socket_, buffers, use_tuple);
+    auto [ec, n] = co_await transport::write_now(socket_, socket_, buffers);
     co_return !ec && keep_alive;
 }
 
@@ -209,7 +211,11 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
     read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
     {
-        auto [ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
+        boost::system::error_code ec;
+        if (!transport::parse_buffered(head_parser, buffer, transport::ParseUntil::head, ec)) {
+            auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
+            ec = read_ec;
+        }
         const bool timed_out = read_timer.disarm();
         if (ec) {
             if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
@@ -224,7 +230,8 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     // Expect: 100-continue is answered here and never forwarded (section 4).
     if (check.send_continue) {
         static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
-        auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(go_on), use_tuple);
+        const asio::const_buffer buffer = asio::buffer(go_on);
+        auto [ec, n] = co_await transport::write_now(socket_, socket_, buffer);
         if (ec) co_return ReadOutcome::close;
     }
 
@@ -236,14 +243,17 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     parser.get().body().swap(slot.plan.body);
     parser.get().body().clear();
     parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
-    if (!parser.is_done()) {
+    boost::system::error_code ec;
+    bool timed_out = false;
+    if (!transport::parse_buffered(parser, buffer, transport::ParseUntil::message, ec)) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
-        auto [ec, n] = co_await http::async_read(socket_, buffer, parser, use_tuple);
-        const bool timed_out = read_timer.disarm();
-        if (ec) {
-            if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
-            co_return ReadOutcome::close;
-        }
+        auto [read_ec, n] = co_await http::async_read(socket_, buffer, parser, use_tuple);
+        ec = read_ec;
+        timed_out = read_timer.disarm();
+    }
+    if (ec) {
+        if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
+        co_return ReadOutcome::close;
     }
     co_return ReadOutcome::request;
 }
@@ -258,16 +268,18 @@ Task<void> Session::run() {
     boost::system::error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
 
+    // Non-blocking from the start: idle waits use a zero-byte wait for
+    // readability, and the read that follows must not block when that
+    // readiness was a spurious one; writes try the socket at once
+    // (transport/write_now.hpp), which only a non-blocking socket allows.
+    socket_.non_blocking(true, ignored);
+
     auto runtime = shared.runtime.load();
     if (open > runtime->config.limits.max_connections) {
         LocalAnswer busy = client_error(ClientError::too_many_connections);
         co_await answer(busy, false);
         co_return;
     }
-
-    // Idle waits use a zero-byte wait for readability, and the read that
-    // follows must not block when that readiness was a spurious one.
-    socket_.non_blocking(true, ignored);
 
     ReadTimer read_timer(socket_);
     bool first = true;

@@ -4,6 +4,7 @@
 #include "proxy/local_answers.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
+#include "transport/write_now.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/json/object.hpp>
@@ -55,7 +56,7 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     writing_ = true;
     std::array<asio::const_buffer, 6> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c),
                                               asio::buffer(d), asio::buffer(e), asio::buffer(f)};
-    auto [ec, n] = co_await asio::async_write(client_, buffers, use_tuple);
+    auto [ec, n] = co_await transport::write_now(client_, client_, buffers);
     writing_ = false;
     write_gate_.cancel();
     if (ec) client_gone_ = true;

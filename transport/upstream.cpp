@@ -1,6 +1,7 @@
 #include "transport/upstream.hpp"
 
 #include "policy/ascii.hpp"
+#include "transport/write_now.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -155,6 +156,7 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
 
     if (!target.tls) {
         stream.expires_never();
+        stream.socket().non_blocking(true);  // for write_now; async ops are unaffected
         result.connection = std::make_unique<Connection>(std::move(stream));
         co_return result;
     }
@@ -245,8 +247,16 @@ Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::
     Connection& c = *connection_;
     c.tcp().expires_at(deadline);
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
-    auto [ec, n] = co_await c.visit(
-        [&](auto& stream) { return asio::async_write(stream, buffers, use_tuple); });
+    // Plain TCP tries the socket at once (write_now.hpp); the rest, if any,
+    // goes through the stream, whose expiry bounds the wait.
+    boost::system::error_code ec;
+    if (auto* plain = std::get_if<Connection::Plain>(&c.stream_)) {
+        auto [wec, n] = co_await write_now(plain->socket(), *plain, buffers);
+        ec = wec;
+    } else {
+        auto [wec, n] = co_await asio::async_write(std::get<Connection::Secure>(c.stream_), buffers, use_tuple);
+        ec = wec;
+    }
     if (!ec) co_return Fault::none;
     failed_ = true;
     if (ec == beast::error::timeout) co_return Fault::deadline;
