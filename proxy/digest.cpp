@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+
 namespace modelproxy::proxy {
 
 namespace {
@@ -30,19 +32,31 @@ void payload_digest(std::string& out, std::string_view method, std::string_view 
     unsigned int len = 0;
     // A length-free separator cannot be forged by a target ending in "\n":
     // the method and target never contain a newline (the HTTP parser refuses it).
+    // Method and target go in as one update when they fit a small buffer:
+    // each EVP_DigestUpdate passes through the provider's dispatch.
     EVP_DigestInit_ex2(sha.ctx, sha.md(), nullptr);
-    EVP_DigestUpdate(sha.ctx, method.data(), method.size());
-    EVP_DigestUpdate(sha.ctx, "\n", 1);
-    EVP_DigestUpdate(sha.ctx, target.data(), target.size());
-    EVP_DigestUpdate(sha.ctx, "\n", 1);
+    char line[512];
+    if (method.size() + target.size() + 2 <= sizeof line) {
+        char* p = std::copy(method.begin(), method.end(), line);
+        *p++ = '\n';
+        p = std::copy(target.begin(), target.end(), p);
+        *p++ = '\n';
+        EVP_DigestUpdate(sha.ctx, line, static_cast<std::size_t>(p - line));
+    } else {
+        EVP_DigestUpdate(sha.ctx, method.data(), method.size());
+        EVP_DigestUpdate(sha.ctx, "\n", 1);
+        EVP_DigestUpdate(sha.ctx, target.data(), target.size());
+        EVP_DigestUpdate(sha.ctx, "\n", 1);
+    }
     EVP_DigestUpdate(sha.ctx, body.data(), body.size());
     EVP_DigestFinal_ex(sha.ctx, md, &len);
     static constexpr char hex[] = "0123456789abcdef";
-    out.assign("sha256:");
+    char text[7 + 2 * EVP_MAX_MD_SIZE] = {'s', 'h', 'a', '2', '5', '6', ':'};
     for (unsigned i = 0; i < len; ++i) {
-        out.push_back(hex[md[i] >> 4]);
-        out.push_back(hex[md[i] & 15]);
+        text[7 + 2 * i] = hex[md[i] >> 4];
+        text[8 + 2 * i] = hex[md[i] & 15];
     }
+    out.assign(text, 7 + 2 * len);
 }
 
 std::string payload_digest(std::string_view method, std::string_view target, std::string_view body) {

@@ -1,6 +1,7 @@
 #include "proxy/digest.hpp"
 
 #include <catch2/catch.hpp>
+#include <openssl/evp.h>
 
 #include <string>
 #include <thread>
@@ -14,6 +15,28 @@ TEST_CASE("the payload digest is SHA-256 over method, target and body", "[digest
     // `printf 'POST\n/v1/chat/completions\n{}' | sha256sum`.
     CHECK(payload_digest("POST", "/v1/chat/completions", "{}") ==
           "sha256:eddd36aa377c75b2cf6b105236749ded8b7888d76dfbb613b7019943050ddac4");
+}
+
+TEST_CASE("the digest is the same whether method and target go in as one piece or several", "[digest]") {
+    // Short method + target lines are hashed as one update, long ones piece
+    // by piece: across that boundary, each digest must equal SHA-256 of the
+    // whole text, computed here in one call.
+    const std::string body = R"({"model":"m"})";
+    for (std::size_t n : {1u, 400u, 505u, 506u, 507u, 508u, 509u, 510u, 600u, 5000u}) {
+        const std::string target = "/v1/" + std::string(n, 'x');
+        const std::string text = "POST\n" + target + "\n" + body;
+        unsigned char md[32];
+        std::size_t len = 0;
+        REQUIRE(EVP_Q_digest(nullptr, "SHA256", nullptr, text.data(), text.size(), md, &len) == 1);
+        std::string expected = "sha256:";
+        for (std::size_t i = 0; i < len; ++i) {
+            static constexpr char hex[] = "0123456789abcdef";
+            expected += hex[md[i] >> 4];
+            expected += hex[md[i] & 15];
+        }
+        INFO("target of " << target.size() << " bytes");
+        CHECK(payload_digest("POST", target, body) == expected);
+    }
 }
 
 TEST_CASE("the digest changes with any byte of method, target or body", "[digest]") {
