@@ -7,7 +7,7 @@
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
 #include "transport/field_scan.hpp"
-#include "transport/parse_buffered.hpp"
+#include "transport/parse_step.hpp"
 #include "transport/write_now.hpp"
 
 #include <boost/asio/write.hpp>

@@ -24,7 +24,8 @@ void StreamRelay::start(bool stream_rules, const sse::IdentityRule* identity_rul
     reader.reset();
     held.clear();
     out.clear();
-    piece.clear();
+    piece = {};
+    decoded.clear();
     rules = stream_rules;
     saw_done = saw_end = saw_finish = saw_event = false;
     error_event.reset();
@@ -44,7 +45,8 @@ void StreamRelay::start(bool stream_rules, const sse::IdentityRule* identity_rul
 void StreamRelay::clear() {
     held.clear();
     out.clear();
-    piece.clear();
+    piece = {};
+    decoded.clear();
 }
 
 // The first answer text (or a complete stream without any): the head,
@@ -111,10 +113,10 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
     // attempt's relay ends, however it ends.
     metrics::UsageTally usage(worker_.counters(slot_));
     for (;;) {
-        relay.piece.clear();
+        relay.decoded.clear();
         bool done = false;
         const ReadLimit limit = read_limit();
-        const Fault fault = co_await ex.read_some(relay.piece, done, limit.until, limit.on_timeout);
+        const Fault fault = co_await ex.read_piece(relay.piece, relay.decoded, done, limit.until, limit.on_timeout);
         if (co_await cut()) co_return StreamEnd{true, false};
         RelayStep step = relay_read(done, fault, failed, usage);
         if (step == RelayStep::publish) {

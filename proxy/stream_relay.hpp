@@ -51,7 +51,10 @@ struct StreamRelay {
     // chunk in one write: one syscall per read, not per event, and no event
     // waits for anything but the read it came in.
     std::string out;
-    std::string piece;  // the last upstream read
+    // The last upstream read, where transport/ put it (Exchange::read_piece):
+    // the connection's buffer, or `decoded` for a gzip/deflate stream.
+    std::string_view piece;
+    std::string decoded;
     // The data lines of the events relay_events is working through, for the
     // credential scan's settle (sse/relay_batch.hpp); reused, capacity kept.
     sse::RelayBatch batch;

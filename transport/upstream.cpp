@@ -1,6 +1,7 @@
 #include "transport/upstream.hpp"
 
 #include "policy/ascii.hpp"
+#include "transport/parse_step.hpp"
 #include "transport/write_now.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -266,30 +267,6 @@ Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::
     co_return Fault::dropped_before_head;
 }
 
-namespace {
-
-// One step of reading a response head: parses what `buffer` holds. True when
-// the head is complete or refused (`ec`); false when it needs more bytes.
-// `consumed` counts the head bytes the parser took so far; with what is
-// still buffered it may not pass head_limit_bytes.
-bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t& consumed,
-                boost::system::error_code& ec) {
-    if (buffer.size() > 0) {
-        const std::size_t used = parser.put(buffer.data(), ec);
-        buffer.consume(used);
-        consumed += used;
-        if (ec == http::error::need_more) ec = {};
-        if (ec || parser.is_header_done()) return true;
-    }
-    if (consumed + buffer.size() > head_limit_bytes) {
-        ec = http::error::header_limit;
-        return true;
-    }
-    return false;
-}
-
-}  // namespace
-
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
     for (;;) {
@@ -305,7 +282,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         // loop bounds the whole head (parse_head).
         boost::system::error_code ec;
         std::size_t consumed = 0;
-        while (!parse_head(parser, c.buffer(), consumed, ec)) {
+        while (!parse_head(parser, c.buffer(), consumed, head_limit_bytes, ec)) {
             beast::flat_buffer& buffer = c.buffer();
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
@@ -364,11 +341,12 @@ bool Exchange::event_stream() const {
     return policy::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
-Task<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point until,
+Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
                                 Fault on_timeout) {
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
     done = false;
+    if (piece) *piece = {};
     if (parser.is_done()) {
         done = true;
         co_return Fault::none;
@@ -377,11 +355,16 @@ Task<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point 
     auto& buffer = c.body_buffer();
     body.data = buffer.data();
     body.size = buffer.size();
-    c.tcp().expires_at(until);
-    auto [ec, n] = co_await c.visit([&](auto& stream) {
-        return http::async_read_some(stream, c.buffer(), parser, use_tuple);
-    });
-    if (ec == http::error::need_buffer) ec = {};
+    // Bytes already read (with the head, or past the last piece) are parsed
+    // first, without I/O; only when they give nothing does this wait.
+    boost::system::error_code ec;
+    if (!put_buffered(parser, c.buffer(), ec)) {
+        c.tcp().expires_at(until);
+        auto [read_ec, n] = co_await c.visit([&](auto& stream) {
+            return http::async_read_some(stream, c.buffer(), parser, use_tuple);
+        });
+        ec = read_ec == http::error::need_buffer ? boost::system::error_code{} : read_ec;
+    }
     const std::size_t got = buffer.size() - body.size;
     if (ec) {
         failed_ = true;
@@ -391,10 +374,14 @@ Task<Fault> Exchange::read_some(std::string& out, bool& done, Clock::time_point 
         co_return Fault::dropped_in_body;
     }
     if (c.inflater_) {
+        const std::size_t before = out.size();
         if (!c.inflater_->feed(std::string_view(buffer.data(), got), out)) {
             failed_ = true;
             co_return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
         }
+        if (piece) *piece = std::string_view(out).substr(before);
+    } else if (piece) {
+        *piece = std::string_view(buffer.data(), got);  // no second copy (issue 7)
     } else {
         out.append(buffer.data(), got);
     }

@@ -177,12 +177,27 @@ public:
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
     // end of the body. The read is bounded by `until`; when it fires the fault
     // is `on_timeout` (deadline or idle_timeout).
-    Task<Fault> read_some(std::string& out, bool& done, Clock::time_point until, Fault on_timeout);
+    Task<Fault> read_some(std::string& out, bool& done, Clock::time_point until, Fault on_timeout) {
+        return read_body(out, nullptr, done, until, on_timeout);
+    }
+    // As read_some, for a stream relayed read by read: `piece` views the next
+    // piece where it landed, an identity body in the connection's own buffer
+    // (not copied again), a gzip/deflate one decoded and appended to `decoded`.
+    // The view is valid until the next read, or until the connection is
+    // given back or closed.
+    Task<Fault> read_piece(std::string_view& piece, std::string& decoded, bool& done, Clock::time_point until,
+                           Fault on_timeout) {
+        return read_body(decoded, &piece, done, until, on_timeout);
+    }
 
     // True when the message was read completely and the upstream allows reuse.
     bool reusable() const;
 
 private:
+    // read_some (piece null) and read_piece (piece set): one coroutine, so a
+    // read costs one frame.
+    Task<Fault> read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
+                          Fault on_timeout);
     void end();
     Connection* connection_;  // null once moved from
     bool failed_ = false;
