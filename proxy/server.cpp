@@ -212,7 +212,7 @@ void Worker::keep_pools(std::vector<std::string> keys) {
 }
 
 void Worker::end_turns() {
-    asio::post(io_, [this] { drain_limit_.cancel(); });
+    asio::post(io_, [this] { cut_at_drain_limit(running_turns_); });
 }
 
 void Worker::join() {

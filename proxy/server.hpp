@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/records.hpp"
+#include "proxy/turn_watch.hpp"
 #include "sse/credentials.hpp"
 #include "sse/inspect.hpp"
 #include "transport/executor.hpp"
@@ -114,8 +115,8 @@ public:
     // The drain limit: every turn still running on this worker is ended
     // (streams with the closing error event). Thread-safe.
     void end_turns();
-    // Completes (operation_aborted) when end_turns() is called.
-    Timer& drain_limit() { return drain_limit_; }
+    // The turns end_turns() cuts: a turn links its watch while it runs.
+    TurnWatches& running_turns() { return running_turns_; }
     void join();
 
 private:
@@ -126,6 +127,8 @@ private:
     // Before io_: destroying io_ destroys the sessions it still holds, and
     // they give their slots back here.
     std::vector<std::unique_ptr<RequestSlot>> spare_slots_;
+    // Before io_ too: a turn destroyed with io_ unlinks its watch from it.
+    TurnWatches running_turns_;
     // One thread runs io_, and after start() no other thread touches its
     // sockets or timers: the thread-safe methods above only post to it, or
     // stop it. So the reactor needs no lock per descriptor (UNSAFE_IO drops
@@ -135,7 +138,6 @@ private:
     Acceptor acceptor_{io_};
     std::unordered_map<std::string, transport::Pool> pools_;
     sse::Inspector inspector_;
-    Timer drain_limit_{io_, Timer::time_point::max()};
     std::thread thread_;
 };
 

@@ -376,7 +376,7 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan) {
     // Recycled memory (recycling.hpp): a turn costs no allocation for it.
     auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>());
     watch_client(client, watch);
-    watch_drain_limit(worker.drain_limit(), watch);
+    worker.running_turns().push_back(*watch);
     auto [failure, answered] = co_await asio::co_spawn(
         client.get_executor(), turn.run_with_ticker(),
         asio::bind_cancellation_slot(watch->turn.slot(), use_tuple));

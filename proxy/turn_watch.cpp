@@ -20,15 +20,11 @@ void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch) {
     }));
 }
 
-void watch_drain_limit(Timer& drain_limit, const std::shared_ptr<TurnWatch>& watch) {
-    // The worker's drain_limit timer never expires; end_turns() cancels it,
-    // completing every wait with operation_aborted. A turn that ends first
-    // withdraws its wait through drain_wait (also operation_aborted, but then
-    // `done` is set).
-    drain_limit.async_wait(asio::bind_cancellation_slot(watch->drain_wait.slot(),
-                                                        [watch](boost::system::error_code) {
-        if (!watch->done) watch->cut(TurnWatch::Reason::drain_limit);
-    }));
+void cut_at_drain_limit(TurnWatches& running) {
+    // cut() only emits the turn's cancellation, whose handlers complete
+    // later through the scheduler; the step before each cut would survive
+    // that watch unlinking itself anyway.
+    for (auto it = running.begin(); it != running.end();) (it++)->cut(TurnWatch::Reason::drain_limit);
 }
 
 }  // namespace modelproxy::proxy

@@ -278,11 +278,59 @@ TEST_CASE("drain_ms bounds the drain: a hanging turn does not keep the process a
 
     REQUIRE(proxy.signal(SIGTERM));
     CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
-    // The client is not left waiting, and never sees a success.
+    // The client is not left waiting, and never sees a success: the turn
+    // that published nothing is ended with the 503 envelope (SPEC section
+    // 11), not just dropped when the process exits.
     const Response r = stuck.read_response(bound);
     CAPTURE(r.wire);
     CHECK(r.error != boost::asio::error::timed_out);
-    CHECK(r.status != 200);
+    CHECK(r.status == 503);
+    CHECK(r.body.find(R"("code":"drain_limit")") != std::string::npos);
+    CHECK(r.header("x-should-retry") == "false");
+    const auto turn = turn_record(proxy);
+    CAPTURE(proxy.stdout_lines());
+    REQUIRE(turn);
+    CHECK(turn->str("outcome") == "cancelled");
+    CHECK(turn->str("code") == "drain_limit");
+}
+
+TEST_CASE("drain_ms bounds the drain: a stream already answering ends with the closing error event",
+          "[lifecycle]") {
+    FakeProvider fake;
+    const std::string event =
+        R"(data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-test",)"
+        R"("choices":[{"index":0,"delta":{"content":"hel"},"finish_reason":null}]})"
+        "\n\n";
+    fake.push(Script{}
+                  .write("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                  .chunk(event)
+                  .hang());
+    ProxyProcess proxy({.config_yaml = config_for(fake, "limits:\n  drain_ms: 300\n")});
+    proxy.start();
+    HttpClient client = proxy.client();
+    REQUIRE_FALSE(client.send_request("POST", "/v1/chat/completions", {{"Content-Type", "application/json"}},
+                                      R"({"model":"gpt-test","stream":true,"messages":[]})"));
+    // Published at its first answer text: the head and that event.
+    const RawRead first = client.read_raw_until(event, bound);
+    CAPTURE(first.bytes);
+    REQUIRE(first.bytes.find(event) != std::string::npos);
+
+    REQUIRE(proxy.signal(SIGTERM));
+    CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
+    // The stream is not cut silently: one closing error event, then the end
+    // of the chunked body, and never a [DONE] (SPEC sections 7 and 11).
+    const RawRead rest = client.read_raw_until("0\r\n\r\n", bound);
+    CAPTURE(rest.bytes);
+    CHECK(rest.bytes.find("drain limit passed") != std::string::npos);
+    CHECK(rest.bytes.find(R"("class":"cancelled")") != std::string::npos);
+    CHECK(rest.bytes.find("[DONE]") == std::string::npos);
+    CHECK(rest.bytes.ends_with("0\r\n\r\n"));
+    const auto turn = turn_record(proxy);
+    CAPTURE(proxy.stdout_lines());
+    REQUIRE(turn);
+    CHECK(turn->str("outcome") == "cancelled");
+    CHECK(turn->str("code") == "drain_limit");
+    CHECK(turn->boolean("published") == true);
 }
 
 // ---------------------------------------------------------------------------
