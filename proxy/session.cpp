@@ -8,6 +8,7 @@
 #include "proxy/turn.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/parse_step.hpp"
+#include "transport/read_timer.hpp"
 #include "transport/write_now.hpp"
 
 #include <boost/asio/write.hpp>
@@ -24,72 +25,9 @@ namespace {
 namespace beast = boost::beast;
 namespace http = beast::http;
 using Clock = std::chrono::steady_clock;
+using transport::ReadTimer;
 
 constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; charset=utf-8";
-
-// Bounds reads on the client socket: when the time runs out before the read
-// completes, the socket's pending operations are cancelled (the socket stays
-// open, so a 408 can still be written). One timer per connection instead of
-// racing every read against a timer with `||`, which spawns two coroutines and
-// posts several handlers per read. The timer is lazy: arming with a later
-// deadline than the pending wait's does not touch it (no timerfd update per
-// read); when it fires early it waits again until the current deadline, and
-// once disarmed it simply stops at its next expiry.
-class ReadTimer {
-public:
-    explicit ReadTimer(Socket& socket)
-        : timer_(socket.get_executor()), state_(std::make_shared<State>(socket)) {}
-    ~ReadTimer() { state_->socket = nullptr; }  // a late handler must not touch the socket
-    ReadTimer(const ReadTimer&) = delete;
-    ReadTimer& operator=(const ReadTimer&) = delete;
-
-    void arm(std::chrono::milliseconds limit) {
-        State& s = *state_;
-        s.fired = false;
-        s.armed = true;
-        s.deadline = Clock::now() + limit;
-        if (!s.waiting || timer_.expiry() > s.deadline) wait(timer_, state_);
-    }
-
-    // Stops the clock. True when it ran out and cancelled the read.
-    bool disarm() {
-        state_->armed = false;
-        return state_->fired;
-    }
-
-private:
-    struct State {
-        explicit State(Socket& s) : socket(&s) {}
-        Socket* socket;
-        Clock::time_point deadline;
-        std::uint64_t wait_id = 0;  // the pending wait; older completions are stale
-        bool waiting = false;
-        bool armed = false;
-        bool fired = false;
-    };
-
-    static void wait(Timer& timer, const std::shared_ptr<State>& state) {
-        state->waiting = true;
-        const std::uint64_t id = ++state->wait_id;
-        timer.expires_at(state->deadline);  // a previous wait completes with operation_aborted: stale
-        timer.async_wait([&timer, state, id](const boost::system::error_code& ec) {
-            if (id != state->wait_id) return;
-            state->waiting = false;
-            if (ec || state->socket == nullptr || !state->armed) return;
-            if (Clock::now() < state->deadline) {
-                wait(timer, state);  // re-armed with a later deadline since this wait began
-                return;
-            }
-            state->fired = true;
-            state->armed = false;
-            boost::system::error_code ignored;
-            state->socket->cancel(ignored);
-        });
-    }
-
-    Timer timer_;
-    std::shared_ptr<State> state_;
-};
 
 class Session {
 public:

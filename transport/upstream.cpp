@@ -4,21 +4,15 @@
 #include "transport/parse_step.hpp"
 #include "transport/write_now.hpp"
 
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl.hpp>
-
-#include <openssl/ssl.h>
-#include <openssl/x509_vfy.h>
 
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <utility>
 
 namespace modelproxy::transport {
@@ -73,31 +67,6 @@ std::string_view to_string(Fault fault) {
     return "unknown";
 }
 
-std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls) {
-    auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
-    boost::system::error_code ec;
-    ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
-                         asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
-                         asio::ssl::context::no_tlsv1_1,
-                     ec);
-    // Every upstream certificate is verified; there is no switch to turn it off.
-    ctx->set_verify_mode(asio::ssl::verify_peer, ec);
-    if (tls.ca_file.empty()) {
-        ctx->set_default_verify_paths(ec);
-        if (ec) return "cannot load the system trust store: " + ec.message();
-    } else {
-        ctx->load_verify_file(tls.ca_file, ec);
-        if (ec) return "cannot load tls.ca_file " + tls.ca_file + ": " + ec.message();
-    }
-    if (!tls.cert_file.empty()) {
-        ctx->use_certificate_chain_file(tls.cert_file, ec);
-        if (ec) return "cannot load tls.cert_file " + tls.cert_file + ": " + ec.message();
-        ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec);
-        if (ec) return "cannot load tls.key_file " + tls.key_file + ": " + ec.message();
-    }
-    return TlsContext{std::move(ctx)};
-}
-
 // Beast reads into the flat buffer at most max(512, its free capacity) bytes
 // at a time. Left to grow on demand it stays near the head's size, so a
 // 53 KB stream took about 100 reads and, one client write per read, about
@@ -113,6 +82,7 @@ constexpr std::size_t head_limit_bytes = 64 * 1024;
 Connection::Connection(Plain plain)
     : stream_(std::move(plain)), id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {
     buffer_.reserve(read_buffer_bytes);
+    read_timer_.emplace(std::get<Plain>(stream_).socket());
 }
 
 Connection::Connection(Secure secure)
@@ -124,77 +94,15 @@ TcpStream& Connection::tcp() {
     return std::visit([](auto& s) -> TcpStream& { return beast::get_lowest_layer(s); }, stream_);
 }
 
-Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
-    auto executor = co_await asio::this_coro::executor;
-    const config::Upstream& up = *target.upstream;
-    const auto connect_limit = Clock::now() + target.connect_timeout;
-    const auto limit = std::min(connect_limit, deadline);
-    const Fault timeout_fault = deadline < connect_limit ? Fault::deadline : Fault::connect_timeout;
-
-    ConnectResult result;
-    Resolver resolver(executor);
-    char port[8];
-    auto [p, _] = std::to_chars(port, port + sizeof port, up.port);
-    auto [rec, endpoints] =
-        co_await resolver.async_resolve(up.host, std::string_view(port, p - port), use_tuple);
-    if (rec) {
-        result.fault = Fault::dns_failed;
-        result.detail = "cannot resolve " + up.host + ": " + rec.message();
-        co_return result;
-    }
-
-    TcpStream stream(executor);
-    stream.expires_at(limit);
-    auto [cec, ep] = co_await stream.async_connect(endpoints, use_tuple);
-    if (cec) {
-        result.fault = cec == beast::error::timeout              ? timeout_fault
-                       : cec == asio::error::connection_refused ? Fault::connect_refused
-                                                                 : Fault::connect_reset;
-        result.detail = "cannot connect to " + up.host + ":" + std::to_string(up.port) + ": " + cec.message();
-        co_return result;
-    }
-    stream.socket().set_option(tcp::no_delay(true));
-
-    if (!target.tls) {
-        stream.expires_never();
-        stream.socket().non_blocking(true);  // for write_now; async ops are unaffected
-        result.connection = std::make_unique<Connection>(std::move(stream));
-        co_return result;
-    }
-
-    Connection::Secure secure(std::move(stream), *target.tls);
-    SSL* ssl = secure.native_handle();
-    boost::system::error_code aec;
-    asio::ip::make_address(up.host, aec);
-    if (aec) {
-        // A name: send it as SNI and require it in the certificate.
-        SSL_set_tlsext_host_name(ssl, up.host.c_str());
-        X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), up.host.c_str(), 0);
+void Connection::bound_read(Clock::time_point until) {
+    if (read_timer_) {
+        read_timer_->arm_at(until);
     } else {
-        // An IP literal: no SNI (RFC 6066 forbids it); require an IP SAN.
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), up.host.c_str());
+        tcp().expires_at(until);
     }
-    beast::get_lowest_layer(secure).expires_at(limit);
-    auto [hec] = co_await secure.async_handshake(asio::ssl::stream_base::client, use_tuple);
-    if (hec) {
-        long verify = SSL_get_verify_result(ssl);
-        if (hec == beast::error::timeout) {
-            result.fault = timeout_fault;
-        } else if (verify != X509_V_OK) {
-            result.fault = Fault::tls_verify_failed;
-            result.detail = "TLS verification of " + up.host + " failed: " +
-                            X509_verify_cert_error_string(verify);
-            co_return result;
-        } else {
-            result.fault = Fault::connect_reset;
-        }
-        result.detail = "TLS handshake with " + up.host + " failed: " + hec.message();
-        co_return result;
-    }
-    beast::get_lowest_layer(secure).expires_never();
-    result.connection = std::make_unique<Connection>(std::move(secure));
-    co_return result;
 }
+
+bool Connection::read_cut() { return read_timer_ && read_timer_->disarm(); }
 
 std::unique_ptr<Connection> Pool::take() {
     const auto now = Clock::now();
@@ -274,7 +182,6 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         parser.header_limit(head_limit_bytes);
         parser.body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
         if (no_body_) parser.skip(true);
-        c.tcp().expires_at(deadline);
         // The head is read here, not by http::async_read_header: Beast's
         // header_limit bounds only the bytes its parser has not consumed,
         // and it consumes each complete field line as it comes, so a long
@@ -286,9 +193,11 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             beast::flat_buffer& buffer = c.buffer();
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
-            auto [read_ec, n] = co_await c.visit([&](auto& stream) {
+            c.bound_read(deadline);
+            auto [read_ec, n] = co_await c.read_visit([&](auto& stream) {
                 return stream.async_read_some(buffer.prepare(room), use_tuple);
             });
+            if (c.read_cut() && read_ec == asio::error::operation_aborted) read_ec = beast::error::timeout;
             buffer.commit(n);
             if (read_ec == asio::error::eof) {
                 read_ec = parser.got_some() ? http::error::partial_message : http::error::end_of_stream;
@@ -359,10 +268,11 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
     // first, without I/O; only when they give nothing does this wait.
     boost::system::error_code ec;
     if (!put_buffered(parser, c.buffer(), ec)) {
-        c.tcp().expires_at(until);
-        auto [read_ec, n] = co_await c.visit([&](auto& stream) {
+        c.bound_read(until);
+        auto [read_ec, n] = co_await c.read_visit([&](auto& stream) {
             return http::async_read_some(stream, c.buffer(), parser, use_tuple);
         });
+        if (c.read_cut() && read_ec == asio::error::operation_aborted) read_ec = beast::error::timeout;
         ec = read_ec == http::error::need_buffer ? boost::system::error_code{} : read_ec;
     }
     const std::size_t got = buffer.size() - body.size;

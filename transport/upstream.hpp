@@ -11,6 +11,7 @@
 
 #include "config/config.hpp"
 #include "transport/executor.hpp"
+#include "transport/read_timer.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/inflater.hpp"
 #include "transport/recycling.hpp"
@@ -84,6 +85,19 @@ public:
     TcpStream& tcp();
     template <class F>
     decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream_); }
+    // f(stream) for the reads of an answer: the bare socket for plain TCP
+    // (its bound is read_timer_, not Beast's per-read timer), the TLS stream
+    // otherwise. Both give the same awaitable type.
+    template <class F>
+    auto read_visit(F&& f) {
+        if (auto* plain = std::get_if<Plain>(&stream_)) return f(plain->socket());
+        return f(std::get<Secure>(stream_));
+    }
+    // Bounds the next read (read_visit) by `until`; after it, read_cut()
+    // says whether the bound cut it (plain TCP; Beast's TLS stream reports
+    // beast::error::timeout itself).
+    void bound_read(Clock::time_point until);
+    bool read_cut();
 
     beast::flat_buffer& buffer() { return buffer_; }
     // Body bytes are read into this, once per connection rather than once
@@ -98,6 +112,7 @@ public:
 private:
     friend class Exchange;
     std::variant<Plain, Secure> stream_;
+    std::optional<ReadTimer> read_timer_;  // plain TCP only; after stream_, so destroyed first
     beast::flat_buffer buffer_;
     std::array<char, 65536> body_buffer_;
     // The state of the Exchange in progress, kept here because a connection

@@ -345,6 +345,13 @@ TEST_CASE("an upstream that goes idle after answer text: the client gets the clo
     CHECK(fake.request_count() == 1);
     // The idle upstream connection is closed, never reused.
     CHECK(fake.wait_for_peer_close(0, bound));
+    // Recorded as the stream-idle timer firing (SPEC section 5), not as a drop.
+    REQUIRE(turn_record(*proxy));
+    const auto attempts = attempt_records(*proxy);
+    CAPTURE(proxy->stdout_lines());
+    REQUIRE(attempts.size() == 1);
+    CHECK(attempts[0].str("class") == "timeout");
+    CHECK(attempts[0].str("timeout_source") == "attempt-deadline");
 }
 
 TEST_CASE("an upstream that goes idle before answer text is replayed", "[stream]") {
