@@ -27,11 +27,12 @@ void ResponseHead::add(std::string_view name, std::string_view value) {
     text_ += "\r\n";
 }
 
-void ResponseHead::copy_upstream(const transport::ResponseHeader& upstream) {
-    // Its tokens are read in place for each field, not collected (issue 2).
-    // One walk to the first Connection field (field_scan.hpp), not a tree lookup.
-    const std::string_view connection = transport::first_connection(upstream).value_or("");
-    for (const auto& field : upstream) {
+void ResponseHead::copy_upstream(const transport::Exchange& answer) {
+    // The first Connection field, as the exchange's one walk of the head found
+    // it (field_scan.hpp); its tokens are read in place for each field, not
+    // collected (issue 2).
+    const std::string_view connection = answer.fields().connection.value_or("");
+    for (const auto& field : answer.head()) {
         const std::string_view name = field.name_string();
         if (!forward_response_header(name, connection_lists(connection, name))) continue;
         // The proxy is the one retry owner: a failure carries its own

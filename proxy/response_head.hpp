@@ -19,9 +19,9 @@ public:
     explicit ResponseHead(unsigned status, std::string_view reason = {}, std::string storage = {});
 
     void add(std::string_view name, std::string_view value);
-    // The upstream's end-to-end headers; never its x-should-retry (section 6:
-    // the proxy is the one retry owner).
-    void copy_upstream(const transport::ResponseHeader& upstream);
+    // The upstream answer's end-to-end headers; never its x-should-retry
+    // (section 6: the proxy is the one retry owner).
+    void copy_upstream(const transport::Exchange& answer);
     void add_modelproxy(int attempts, std::string_view request_id);
     // x-modelproxy-error-class, -decision, -bound (when not empty), x-should-retry: false.
     void add_failure(std::string_view error_class, std::string_view decision, std::string_view bound);

@@ -62,7 +62,7 @@ void TurnRun::publish(transport::Exchange& ex) {
     if (head_out_) return;
     head_out_ = true;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
-    head.copy_upstream(ex.head());
+    head.copy_upstream(ex);
     head.add_modelproxy(attempts_, plan_.request_id);
     head.chunked();
     if (!keep_alive()) head.add("connection", "close");

@@ -226,7 +226,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         // passed on as the 200 stream holding that event (SPEC section 7).
         transport::Exchange& ex = *failed.attempt.exchange;
         ResponseHead head(ex.head().result_int(), ex.head().reason());
-        head.copy_upstream(ex.head());
+        head.copy_upstream(ex);
         head.add_modelproxy(attempts_, plan_.request_id);
         head.add_failure(cls, verdict, bound);
         head.chunked();
@@ -242,7 +242,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         // The upstream answered: its status, body and end-to-end headers.
         transport::Exchange& ex = *failed.attempt.exchange;
         ResponseHead head(static_cast<unsigned>(failed.status), ex.head().reason());
-        head.copy_upstream(ex.head());
+        head.copy_upstream(ex);
         head.add_modelproxy(attempts_, plan_.request_id);
         head.add_failure(cls, verdict, bound);
         if (!plan_.head_request) head.content_length(failed.body.size());
@@ -307,7 +307,7 @@ Task<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
     ending_ = true;
     first_byte_at_ = Clock::now();
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
-    head.copy_upstream(ex.head());
+    head.copy_upstream(ex);
     head.add_modelproxy(attempts_, plan_.request_id);
     if (!plan_.head_request) head.content_length(body.size());
     if (!keep_alive()) head.add("connection", "close");

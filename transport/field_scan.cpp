@@ -78,12 +78,6 @@ ResponseFields scan_response(const Fields& fields) {
     return out;
 }
 
-FieldValue first_connection(const Fields& fields) {
-    for (const auto& field : fields)
-        if (field.name() == http::field::connection) return value_of(field);
-    return std::nullopt;
-}
-
 bool keep_alive(unsigned version, FieldValue connection) {
     // Beast's own rule (basic_fields::get_keep_alive_impl), with the tokens
     // compared by policy::iequals rather than beast::iequals (see ascii.hpp).

@@ -51,10 +51,6 @@ struct ResponseFields {
 RequestFields scan_request(const Fields& fields);
 ResponseFields scan_response(const Fields& fields);
 
-// The first Connection field's value: what ResponseHead needs from an answer
-// it copies (one walk that stops at the match, no tree lookup).
-FieldValue first_connection(const Fields& fields);
-
 // Beast's message::keep_alive() from the first Connection field's value:
 // HTTP/1.1 and later stay open unless it lists "close"; HTTP/1.0 stays open
 // only when it lists "keep-alive".
