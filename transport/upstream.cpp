@@ -102,7 +102,10 @@ void Connection::bound_read(Clock::time_point until) {
     }
 }
 
-bool Connection::read_cut() { return read_timer_ && read_timer_->disarm(); }
+boost::system::error_code Connection::end_read(boost::system::error_code ec) {
+    const bool cut = read_timer_ && read_timer_->disarm();
+    return cut && ec == asio::error::operation_aborted ? beast::error::timeout : ec;
+}
 
 std::unique_ptr<Connection> Pool::take() {
     const auto now = Clock::now();
@@ -194,10 +197,10 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
             c.bound_read(deadline);
-            auto [read_ec, n] = co_await c.read_visit([&](auto& stream) {
+            auto [result, n] = co_await c.read_visit([&](auto& stream) {
                 return stream.async_read_some(buffer.prepare(room), use_tuple);
             });
-            if (c.read_cut() && read_ec == asio::error::operation_aborted) read_ec = beast::error::timeout;
+            boost::system::error_code read_ec = c.end_read(result);
             buffer.commit(n);
             if (read_ec == asio::error::eof) {
                 read_ec = parser.got_some() ? http::error::partial_message : http::error::end_of_stream;
@@ -269,11 +272,11 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
     boost::system::error_code ec;
     if (!put_buffered(parser, c.buffer(), ec)) {
         c.bound_read(until);
-        auto [read_ec, n] = co_await c.read_visit([&](auto& stream) {
+        auto [result, n] = co_await c.read_visit([&](auto& stream) {
             return http::async_read_some(stream, c.buffer(), parser, use_tuple);
         });
-        if (c.read_cut() && read_ec == asio::error::operation_aborted) read_ec = beast::error::timeout;
-        ec = read_ec == http::error::need_buffer ? boost::system::error_code{} : read_ec;
+        ec = c.end_read(result);
+        if (ec == http::error::need_buffer) ec = {};
     }
     const std::size_t got = buffer.size() - body.size;
     if (ec) {

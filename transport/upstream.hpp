@@ -11,9 +11,9 @@
 
 #include "config/config.hpp"
 #include "transport/executor.hpp"
-#include "transport/read_timer.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/inflater.hpp"
+#include "transport/read_timer.hpp"
 #include "transport/recycling.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -93,11 +93,11 @@ public:
         if (auto* plain = std::get_if<Plain>(&stream_)) return f(plain->socket());
         return f(std::get<Secure>(stream_));
     }
-    // Bounds the next read (read_visit) by `until`; after it, read_cut()
-    // says whether the bound cut it (plain TCP; Beast's TLS stream reports
-    // beast::error::timeout itself).
+    // Bounds the next read (read_visit) by `until`. After it, end_read(ec)
+    // stops the bound and gives the read's error, beast::error::timeout when
+    // the bound cut it (as Beast's TLS stream reports it itself).
     void bound_read(Clock::time_point until);
-    bool read_cut();
+    boost::system::error_code end_read(boost::system::error_code ec);
 
     beast::flat_buffer& buffer() { return buffer_; }
     // Body bytes are read into this, once per connection rather than once
