@@ -20,23 +20,7 @@ bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t&
 
 bool put_buffered(ResponseParser& parser, beast::flat_buffer& buffer, boost::system::error_code& ec) {
     const std::size_t room = parser.get().body().size;
-    // Several chunks may wait: each put takes one step (a chunk header or
-    // data), so go on until the body buffer is full or a read is needed.
-    while (buffer.size() > 0 && !parser.is_done()) {
-        const std::size_t used = parser.put(buffer.data(), ec);
-        buffer.consume(used);
-        if (ec == http::error::need_buffer) {  // the body buffer is full
-            ec = {};
-            return true;
-        }
-        if (ec == http::error::need_more) {  // a chunk header or trailer split by the read
-            ec = {};
-            break;
-        }
-        if (ec) return true;
-        if (used == 0) break;
-    }
-    return parser.is_done() || parser.get().body().size < room;
+    return parse_buffered(parser, buffer, ParseUntil::message, ec) || parser.get().body().size < room;
 }
 
 }  // namespace modelproxy::transport

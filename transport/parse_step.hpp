@@ -21,10 +21,11 @@ namespace modelproxy::transport {
 enum class ParseUntil { head, message };
 
 // Feeds `parser` the bytes `buffer` holds (consuming them) as Beast's read
-// operations do. True when that was enough (the head, or the whole message,
-// is done) or failed (`ec`, as a read would have reported it); false when
-// more bytes must be read, which a Beast read of the same parser and buffer
-// then does.
+// operations do, one step (a field block, a chunk header, chunk data) after
+// another. True when that was enough (the head, or the whole message, is
+// done; or a buffer_body's buffer is full, so its bytes must be taken first)
+// or failed (`ec`, as a read would have reported it); false when more bytes
+// must be read, which a Beast read of the same parser and buffer then does.
 template <bool isRequest, class DynamicBuffer>
 bool parse_buffered(http::basic_parser<isRequest>& parser, DynamicBuffer& buffer, ParseUntil until,
                     boost::system::error_code& ec) {
@@ -33,9 +34,10 @@ bool parse_buffered(http::basic_parser<isRequest>& parser, DynamicBuffer& buffer
         if (buffer.size() == 0) return false;
         const std::size_t used = parser.put(buffer.data(), ec);
         buffer.consume(used);
-        if (ec == http::error::need_more) {
+        if (ec == http::error::need_more || ec == http::error::need_buffer) {
+            const bool full = ec == http::error::need_buffer;
             ec = {};
-            return false;
+            return full;
         }
         if (ec) return true;
         if (used == 0) return false;
