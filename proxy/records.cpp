@@ -160,14 +160,6 @@ char* write_line(char* out, const Record& r) {
     return writer.end();
 }
 
-template <class Record>
-void append_line(std::string& out, const Record& r) {
-    const std::size_t start = out.size();
-    out.resize(start + line_bound(r));
-    char* end = write_line(out.data() + start, r);
-    out.resize(static_cast<std::size_t>(end - out.data()));
-}
-
 // One reused line buffer per thread (workers and the control thread). It
 // only grows, and never needs zero-filling (a std::string's resize would), so
 // a steady state writes its records without allocating.
@@ -188,41 +180,27 @@ private:
 
 thread_local LineBuffer line_buffer;
 
+// The records' lines, one after the other, in the thread's line buffer
+// (valid until this thread's next call).
+template <class... Records>
+std::string_view lines(const Records&... records) {
+    char* const start = line_buffer.room((line_bound(records) + ...));
+    char* end = start;
+    ((end = write_line(end, records)), ...);
+    return {start, static_cast<std::size_t>(end - start)};
+}
+
 }  // namespace
 
-void append_json_line(std::string& out, const AttemptRecord& r) { append_line(out, r); }
+std::string to_json_line(const AttemptRecord& r) { return std::string(lines(r)); }
 
-void append_json_line(std::string& out, const TurnRecord& r) { append_line(out, r); }
+std::string to_json_line(const TurnRecord& r) { return std::string(lines(r)); }
 
-std::string to_json_line(const AttemptRecord& r) {
-    std::string line;
-    append_json_line(line, r);
-    return line;
-}
+void RecordLog::write(const AttemptRecord& r) { write(lines(r)); }
 
-std::string to_json_line(const TurnRecord& r) {
-    std::string line;
-    append_json_line(line, r);
-    return line;
-}
+void RecordLog::write(const TurnRecord& r) { write(lines(r)); }
 
-void RecordLog::write(const AttemptRecord& r) {
-    char* start = line_buffer.room(line_bound(r));
-    char* end = write_line(start, r);
-    write(std::string_view(start, static_cast<std::size_t>(end - start)));
-}
-
-void RecordLog::write(const TurnRecord& r) {
-    char* start = line_buffer.room(line_bound(r));
-    char* end = write_line(start, r);
-    write(std::string_view(start, static_cast<std::size_t>(end - start)));
-}
-
-void RecordLog::write(const AttemptRecord& attempt, const TurnRecord& turn) {
-    char* start = line_buffer.room(line_bound(attempt) + line_bound(turn));
-    char* end = write_line(write_line(start, attempt), turn);
-    write(std::string_view(start, static_cast<std::size_t>(end - start)));
-}
+void RecordLog::write(const AttemptRecord& attempt, const TurnRecord& turn) { write(lines(attempt, turn)); }
 
 RecordLog::~RecordLog() {
     if (fd_ > 2) ::close(fd_);

@@ -47,9 +47,6 @@ struct TurnRecord {
 
 std::string to_json_line(const AttemptRecord& record);
 std::string to_json_line(const TurnRecord& record);
-// The same line appended to `out`.
-void append_json_line(std::string& out, const AttemptRecord& record);
-void append_json_line(std::string& out, const TurnRecord& record);
 
 // Writes whole lines with one write(2) per call, so concurrent workers never
 // interleave within a line. reopen() is for log rotation (SIGHUP).
