@@ -137,12 +137,11 @@ private:
     std::atomic<std::int64_t>* gauge_ = nullptr;
 };
 
-// The usage of one streamed answer. Streams repeat or grow their counts
-// (Anthropic's message_delta carries the cumulative output count after
-// message_start's), so the latest value of each kind wins; it is counted
-// once, when the tally is destroyed, so every way out of a relay counts it,
-// or earlier by count(): before the records and the client's last bytes, so
-// a scrape after the stream's end always sees its usage.
+// The usage of one streamed answer, the latest value of each kind winning
+// (sse::Usage::update). It is counted once: by count(), before the records
+// and the client's last bytes, so a scrape after the stream's end always
+// sees it, or else when the tally is destroyed, so every way out of a relay
+// counts it.
 class UsageTally {
 public:
     explicit UsageTally(RouteCounters& counters) : counters_(counters) {}

@@ -71,7 +71,7 @@ Task<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_vi
     if (!keep_alive) head.add("connection", "close");
     std::string text = head.finish();
     std::array<asio::const_buffer, 2> buffers{asio::buffer(text), asio::buffer(a.body)};
-    auto [ec, n] = co_await transport::write_now(socket_, socket_, buffers);
+    auto [ec, n] = co_await transport::write_now(socket_, buffers);
     co_return !ec && keep_alive;
 }
 
@@ -169,7 +169,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     if (check.send_continue) {
         static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
         const asio::const_buffer buffer = asio::buffer(go_on);
-        auto [ec, n] = co_await transport::write_now(socket_, socket_, buffer);
+        auto [ec, n] = co_await transport::write_now(socket_, buffer);
         if (ec) co_return ReadOutcome::close;
     }
 

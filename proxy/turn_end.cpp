@@ -56,7 +56,7 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     writing_ = true;
     std::array<asio::const_buffer, 6> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c),
                                               asio::buffer(d), asio::buffer(e), asio::buffer(f)};
-    auto [ec, n] = co_await transport::write_now(client_, client_, buffers);
+    auto [ec, n] = co_await transport::write_now(client_, buffers);
     writing_ = false;
     write_gate_.cancel();
     if (ec) client_gone_ = true;

@@ -13,7 +13,6 @@ namespace modelproxy::proxy {
 
 namespace asio = boost::asio;
 using transport::Socket;
-using transport::Timer;
 
 // What ends a turn from outside: the client hanging up (EOF or reset) or the
 // drain limit. Watched with a plain callback and a list, not coroutines raced

@@ -42,4 +42,11 @@ Task<std::pair<boost::system::error_code, std::size_t>> write_now(Socket& socket
     co_return std::pair{wec, n + m};
 }
 
+// The same, on a bare socket (its rest waits unbounded, or as the caller's
+// own timer bounds it).
+template <class Buffers>
+Task<std::pair<boost::system::error_code, std::size_t>> write_now(Socket& socket, const Buffers& buffers) {
+    return write_now(socket, socket, buffers);
+}
+
 }  // namespace modelproxy::transport
