@@ -705,6 +705,13 @@ bool acceptable_request_encoding(std::string_view content_encoding) {
     return content_encoding.empty() || iequals(content_encoding, "identity");
 }
 
+HeadCheck check_request_head(const RequestHead& head, std::uint64_t max_body_bytes) {
+    if (head.transfer_encoding && !head.chunked) return {ClientError::bad_request};
+    if (head.content_length && *head.content_length > max_body_bytes) return {ClientError::payload_too_large};
+    if (!acceptable_request_encoding(head.content_encoding)) return {ClientError::unsupported_content_encoding};
+    return {std::nullopt, iequals(head.expect, "100-continue")};
+}
+
 // ----------------------------------------------------------------- routing
 
 RouteDecision decide_route(std::string_view method, std::string_view path, const BodyFacts& facts,

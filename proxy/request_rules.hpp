@@ -13,7 +13,8 @@
 //   1. check_path(target)                   -> 400 invalid_path
 //   2. dispatch(method, path)               -> local endpoint, 404 not_found, 405, or forward
 //   3. authorize_client(...) when needs_client_token(dispatch) -> 401 unauthorized
-//   4. acceptable_request_encoding(...)     -> 415 (body limits 413/431/408 are the session's)
+//   0. check_request_head(head, max_body)   -> 400, 413, 415 or 100 Continue, before the body
+//      is read (the head's size and read timeouts, 431/408, are the session's)
 //   5. inspect_body(content_type, body); decide_route(method, path, facts, config)
 //   6. upstream_target(route, path, query), upstream_body(body, facts, upstream_model),
 //      forward_request_header(name, ...) for each client header.
@@ -24,6 +25,7 @@
 #include "proxy/local_answers.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -193,6 +195,29 @@ std::string upstream_body(std::string_view body, const BodyFacts& facts,
 // A request Content-Encoding the proxy accepts: absent (empty) or identity.
 // Anything else is 415 (section 4).
 bool acceptable_request_encoding(std::string_view content_encoding);
+
+// What the session read of a request head, before its body.
+struct RequestHead {
+    bool transfer_encoding = false;  // at least one Transfer-Encoding field
+    bool chunked = false;            // its final coding is chunked (as the HTTP parser read it)
+    std::optional<std::uint64_t> content_length;
+    std::string_view content_encoding;  // the first field's value, "" when none
+    std::string_view expect;            // the first field's value, "" when none
+};
+
+// What the head alone decides, before the body is read: a refusal (the
+// connection then closes), or whether to answer 100 Continue first.
+struct HeadCheck {
+    std::optional<ClientError> refusal;
+    bool send_continue = false;
+};
+
+// RFC 9112 section 6.3: a Transfer-Encoding whose final coding is not
+// chunked leaves the body length unknown, so the bytes after the head could
+// be read as a body or as another request: 400. A Content-Length over
+// `max_body_bytes`: 413. A Content-Encoding other than identity: 415
+// (section 4). Expect: 100-continue is answered by the proxy, never forwarded.
+HeadCheck check_request_head(const RequestHead& head, std::uint64_t max_body_bytes);
 
 // ----------------------------------------------------------------- routing
 

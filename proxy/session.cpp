@@ -113,30 +113,18 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
     return ClientError::bad_request;
 }
 
-// What the request head alone decides, before its body is read: a refusal
-// (which closes the connection), or whether to answer 100 Continue. A plain
+// The head's facts for check_request_head (request_rules.hpp). A plain
 // function, so that the fields it reads (one walk, transport/field_scan.hpp)
 // stay off read_request's coroutine frame.
-struct HeadCheck {
-    std::optional<ClientError> refusal;
-    bool send_continue = false;
-};
-
 HeadCheck check_head(const RequestHeadParser& parser, const config::Limits& limits) {
     const transport::RequestFields fields = transport::scan_request(parser.get());
-    // RFC 9112 section 6.3: a request Transfer-Encoding whose final coding
-    // is not chunked leaves the body length unknown, so the bytes after
-    // the head could be read as a body or as another request: 400, close.
-    // (Beast itself refuses Content-Length beside chunked, and lengths
-    // that disagree.)
-    if (fields.transfer_encoding && !parser.chunked()) return {ClientError::bad_request};
-    if (auto length = parser.content_length();
-        length && *length > static_cast<std::uint64_t>(limits.max_request_body_bytes)) {
-        return {ClientError::payload_too_large};
-    }
-    if (!acceptable_request_encoding(fields.content_encoding.value_or("")))
-        return {ClientError::unsupported_content_encoding};
-    return {std::nullopt, iequals(fields.expect.value_or(""), "100-continue")};
+    RequestHead head;
+    head.transfer_encoding = fields.transfer_encoding;
+    head.chunked = parser.chunked();  // Beast refuses Content-Length beside chunked, and lengths that disagree
+    if (const auto length = parser.content_length()) head.content_length = *length;
+    head.content_encoding = fields.content_encoding.value_or("");
+    head.expect = fields.expect.value_or("");
+    return check_request_head(head, static_cast<std::uint64_t>(limits.max_request_body_bytes));
 }
 
 Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,

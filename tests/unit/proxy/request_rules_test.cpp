@@ -472,6 +472,48 @@ TEST_CASE("acceptable_request_encoding accepts only identity", "[request_rules]"
     CHECK_FALSE(acceptable_request_encoding("identity, gzip"));
 }
 
+TEST_CASE("check_request_head: what the head alone refuses, and 100 Continue", "[request_rules]") {
+    constexpr std::uint64_t max = 1000;
+    const auto head = [](bool te, bool chunked, std::optional<std::uint64_t> length, std::string_view encoding,
+                         std::string_view expect) {
+        RequestHead h;
+        h.transfer_encoding = te;
+        h.chunked = chunked;
+        h.content_length = length;
+        h.content_encoding = encoding;
+        h.expect = expect;
+        return h;
+    };
+    using E = ClientError;
+    struct Row {
+        RequestHead head;
+        std::optional<ClientError> refusal;
+        bool send_continue;
+    };
+    const std::vector<Row> rows{
+        {head(false, false, std::nullopt, "", ""), std::nullopt, false},
+        {head(false, false, 1000, "identity", ""), std::nullopt, false},  // the limit itself is allowed
+        {head(true, true, std::nullopt, "", ""), std::nullopt, false},    // chunked
+        {head(true, false, std::nullopt, "", ""), E::bad_request, false},  // gzip alone: length unknown
+        {head(false, false, 1001, "", ""), E::payload_too_large, false},
+        {head(false, false, 10, "gzip", ""), E::unsupported_content_encoding, false},
+        {head(false, false, 10, "", "100-continue"), std::nullopt, true},
+        {head(false, false, 10, "", "100-Continue"), std::nullopt, true},
+        {head(false, false, 10, "", "200-ok"), std::nullopt, false},
+        // Refusals first: a refused head is never told to go on.
+        {head(false, false, 1001, "", "100-continue"), E::payload_too_large, false},
+        {head(true, false, std::nullopt, "gzip", "100-continue"), E::bad_request, false},
+        {head(false, false, 1001, "gzip", ""), E::payload_too_large, false},
+    };
+    for (const Row& row : rows) {
+        CAPTURE(row.head.transfer_encoding, row.head.chunked, row.head.content_length.value_or(0),
+                row.head.content_encoding, row.head.expect);
+        const HeadCheck check = check_request_head(row.head, max);
+        CHECK(check.refusal == row.refusal);
+        CHECK(check.send_continue == row.send_continue);
+    }
+}
+
 // ----------------------------------------------------------------- routing
 
 namespace {
