@@ -19,8 +19,7 @@ bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t&
 }
 
 bool put_buffered(ResponseParser& parser, beast::flat_buffer& buffer, boost::system::error_code& ec) {
-    const std::size_t room = parser.get().body().size;
-    return parse_buffered(parser, buffer, ParseUntil::message, ec) || parser.get().body().size < room;
+    return parse_buffered(parser, buffer, ParseUntil::message, ec) || !parser.get().body().piece.empty();
 }
 
 }  // namespace modelproxy::transport

@@ -23,7 +23,7 @@ enum class ParseUntil { head, message };
 // Feeds `parser` the bytes `buffer` holds (consuming them) as Beast's read
 // operations do, one step (a field block, a chunk header, chunk data) after
 // another. True when that was enough (the head, or the whole message, is
-// done; or a buffer_body's buffer is full, so its bytes must be taken first)
+// done; or the body's buffer is full, so its bytes must be taken first)
 // or failed (`ec`, as a read would have reported it); false when more bytes
 // must be read, which a Beast read of the same parser and buffer then does.
 template <bool isRequest, class DynamicBuffer>
@@ -52,8 +52,8 @@ bool parse_buffered(http::basic_parser<isRequest>& parser, DynamicBuffer& buffer
 bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t& consumed, std::size_t limit,
                 boost::system::error_code& ec);
 
-// The body bytes `buffer` already holds, put into the parser's body buffer
-// as Beast's async_read_some does before it reads. True when that gave body
+// The body bytes `buffer` already holds, given to the parser's body
+// (PieceBody) as Beast's async_read_some does before it reads. True when that gave body
 // bytes, ended the message or failed (`ec`); false when a read is needed.
 bool put_buffered(ResponseParser& parser, beast::flat_buffer& buffer, boost::system::error_code& ec);
 

@@ -264,9 +264,7 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
         co_return Fault::none;
     }
     auto& body = parser.get().body();
-    auto& buffer = c.body_buffer();
-    body.data = buffer.data();
-    body.size = buffer.size();
+    body.start(c.body_buffer().data(), c.body_buffer().size());
     // Bytes already read (with the head, or past the last piece) are parsed
     // first, without I/O; only when they give nothing does this wait.
     boost::system::error_code ec;
@@ -278,7 +276,6 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
         ec = c.end_read(result);
         if (ec == http::error::need_buffer) ec = {};
     }
-    const std::size_t got = buffer.size() - body.size;
     if (ec) {
         failed_ = true;
         if (ec == beast::error::timeout) co_return on_timeout;
@@ -288,15 +285,15 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
     }
     if (c.inflater_) {
         const std::size_t before = out.size();
-        if (!c.inflater_->feed(std::string_view(buffer.data(), got), out)) {
+        if (!c.inflater_->feed(body.piece, out)) {
             failed_ = true;
             co_return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
         }
         if (piece) *piece = std::string_view(out).substr(before);
     } else if (piece) {
-        *piece = std::string_view(buffer.data(), got);  // no second copy (issue 7)
+        *piece = body.piece;  // where it lies (piece_body.hpp)
     } else {
-        out.append(buffer.data(), got);
+        out.append(body.piece);
     }
     done = parser.is_done();
     // A chunked body may end with trailer fields, which Beast adds to the

@@ -13,13 +13,13 @@
 #include "transport/executor.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/inflater.hpp"
+#include "transport/piece_body.hpp"
 #include "transport/read_timer.hpp"
 #include "transport/recycling.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 
 #include <array>
@@ -70,7 +70,7 @@ struct TlsContext {
 std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls);
 
 // The upstream answer's parser; its header fields are recycled (recycling.hpp).
-using ResponseParser = http::response_parser<http::buffer_body, RecyclingAllocator<char>>;
+using ResponseParser = http::response_parser<PieceBody, RecyclingAllocator<char>>;
 using ResponseHeader = http::response_header<Fields>;
 
 // One upstream connection. Not copyable; owned by a unique_ptr.
@@ -100,7 +100,8 @@ public:
     boost::system::error_code end_read(boost::system::error_code ec);
 
     beast::flat_buffer& buffer() { return buffer_; }
-    // Body bytes are read into this, once per connection rather than once
+    // Where a read's body pieces are joined when there are several (a
+    // chunked answer; piece_body.hpp): once per connection rather than once
     // per attempt (a pooled connection serves many).
     std::array<char, 65536>& body_buffer() { return body_buffer_; }
     bool reused() const { return reused_; }

@@ -1,0 +1,131 @@
+// transport/piece_body.hpp through transport/parse_step.hpp, the way
+// Exchange::read_body uses them: an answer's buffered body bytes are given as
+// a view where they lie when they are one piece, and joined in the spill
+// buffer when a read holds several (chunked). Either way each read's piece is
+// exactly the next body bytes, and the pieces add up to the whole body.
+#include "transport/parse_step.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace http = boost::beast::http;
+using modelproxy::transport::parse_head;
+using modelproxy::transport::put_buffered;
+using modelproxy::transport::ResponseParser;
+
+namespace {
+
+struct Answer {
+    boost::beast::flat_buffer buffer;
+    ResponseParser parser;
+    std::array<char, 64> spill{};  // small, so the full case is reachable
+
+    explicit Answer(std::string_view wire) {
+        auto room = buffer.prepare(wire.size());
+        std::memcpy(room.data(), wire.data(), wire.size());
+        buffer.commit(wire.size());
+        boost::system::error_code ec;
+        std::size_t consumed = 0;
+        REQUIRE(parse_head(parser, buffer, consumed, 8192, ec));
+        REQUIRE(!ec);
+        REQUIRE(parser.is_header_done());
+    }
+    // Not copied: the view points outside the spill (into the read buffer).
+    bool lies_in_buffer(std::string_view piece) const {
+        return piece.data() < spill.data() || piece.data() >= spill.data() + spill.size();
+    }
+    // One read_body's worth: what put_buffered gives before a read is needed.
+    std::string_view next(bool& gave) {
+        parser.get().body().start(spill.data(), spill.size());
+        boost::system::error_code ec;
+        gave = put_buffered(parser, buffer, ec);
+        REQUIRE(!ec);
+        return parser.get().body().piece;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("an identity body is given where it lies, without a copy", "[transport][piece_body]") {
+    const std::string body(200, 'x');
+    Answer a("HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n" + body);
+    bool gave = false;
+    const std::string_view piece = a.next(gave);
+    CHECK(gave);
+    CHECK(piece == body);
+    CHECK(a.lies_in_buffer(piece));  // 200 bytes would not fit the 64-byte spill anyway
+    CHECK(a.parser.is_done());
+}
+
+TEST_CASE("one chunk in a read is a view, several are joined in order", "[transport][piece_body]") {
+    SECTION("one chunk") {
+        Answer a("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+        bool gave = false;
+        const std::string_view piece = a.next(gave);
+        CHECK(gave);
+        CHECK(piece == "hello");
+        CHECK(a.lies_in_buffer(piece));
+        CHECK(!a.parser.is_done());
+    }
+    SECTION("three chunks and the end") {
+        Answer a("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "5\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: t\r\n\r\n");
+        bool gave = false;
+        const std::string_view piece = a.next(gave);
+        CHECK(gave);
+        CHECK(piece == "hello world");
+        CHECK(piece.data() == a.spill.data());
+        CHECK(a.parser.is_done());
+    }
+}
+
+TEST_CASE("a full spill stops the read, the rest comes with the next", "[transport][piece_body]") {
+    // 10 chunks of 10 bytes: the spill takes 64, the next read gives the rest.
+    std::string wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string body;
+    for (int i = 0; i < 10; ++i) {
+        const std::string chunk(10, static_cast<char>('a' + i));
+        wire += "a\r\n" + chunk + "\r\n";
+        body += chunk;
+    }
+    wire += "0\r\n\r\n";
+    Answer a(wire);
+    std::string got;
+    int reads = 0;
+    while (!a.parser.is_done()) {
+        bool gave = false;
+        const std::string_view piece = a.next(gave);
+        REQUIRE(gave);
+        CHECK(piece.size() <= a.spill.size());
+        got.append(piece);
+        REQUIRE(++reads < 10);
+    }
+    CHECK(got == body);
+    CHECK(reads == 2);
+}
+
+TEST_CASE("a first piece larger than the spill is not joined with a second", "[transport][piece_body]") {
+    const std::string big(100, 'b');
+    Answer a("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + big + "\r\n3\r\nend\r\n0\r\n\r\n");
+    bool gave = false;
+    std::string_view piece = a.next(gave);
+    CHECK(gave);
+    CHECK(piece == big);
+    CHECK(a.lies_in_buffer(piece));
+    piece = a.next(gave);
+    CHECK(gave);
+    CHECK(piece == "end");
+    CHECK(a.parser.is_done());
+}
+
+TEST_CASE("no body bytes buffered: a read is needed", "[transport][piece_body]") {
+    Answer a("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n");
+    bool gave = true;
+    const std::string_view piece = a.next(gave);
+    CHECK(!gave);
+    CHECK(piece.empty());
+}
