@@ -19,6 +19,44 @@ namespace modelproxy::proxy {
 
 using transport::Fault;
 
+void RelayOut::add_view(std::string_view bytes) {
+    if (bytes.empty()) return;
+    if (view_.empty()) {
+        view_ = bytes;
+    } else if (view_.data() + view_.size() == bytes.data()) {
+        view_ = std::string_view(view_.data(), view_.size() + bytes.size());
+    } else {
+        text_ += view_;
+        view_ = bytes;
+    }
+}
+
+void RelayOut::add_copy(std::string_view bytes) {
+    text_ += view_;
+    view_ = {};
+    text_ += bytes;
+}
+
+void RelayOut::take(std::string& held) {
+    text_.clear();
+    text_.swap(held);
+    view_ = {};
+}
+
+void RelayOut::cut_to(std::size_t n) {
+    if (n <= text_.size()) {
+        text_.resize(n);
+        view_ = {};
+    } else {
+        view_ = view_.substr(0, n - text_.size());
+    }
+}
+
+void RelayOut::clear() {
+    text_.clear();
+    view_ = {};
+}
+
 void StreamRelay::start(bool stream_rules, const sse::IdentityRule* identity_rule,
                         const sse::CredentialScanner* scanner) {
     reader.reset();
@@ -57,8 +95,7 @@ void StreamRelay::clear() {
 void TurnRun::publish(transport::Exchange& ex) {
     if (!first_byte_at_) first_byte_at_ = Clock::now();
     StreamRelay& relay = plan_.stream;
-    relay.out.swap(relay.held);  // `out` is empty until publication
-    relay.held.clear();
+    relay.out.take(relay.held);  // `out` is empty until publication
     if (head_out_) return;
     head_out_ = true;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
@@ -75,7 +112,7 @@ Task<bool> TurnRun::write_out(std::string_view after) {
     StreamRelay& relay = plan_.stream;
     const std::string_view head = head_pending_;
     head_pending_ = {};
-    const bool ok = co_await write_chunk(relay.out, head, {}, after);
+    const bool ok = co_await write_chunk(relay.out.text(), head, {}, after, relay.out.view());
     relay.out.clear();
     co_return ok;
 }
@@ -87,8 +124,8 @@ Task<TurnRun::StreamEnd> TurnRun::close_published() {
     StreamRelay& relay = plan_.stream;
     const StreamRelay::Close& close = relay.close;
     if (!close.forwarded_error) {
-        relay.out += closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code, 502,
-                                         policy::to_string(close.classification.cls), "terminal", "", attempts_);
+        relay.out.add_copy(closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code, 502,
+                                         policy::to_string(close.classification.cls), "terminal", "", attempts_));
     }
     record_attempt_and_turn(200, "terminal", close.outcome, 200, &close.classification, close.code);
     const bool ok = co_await write_out("0\r\n\r\n");
@@ -146,8 +183,10 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
         if (!answering_) publish(ex);
         usage.count();  // before the records and the last bytes
         record_attempt_and_turn(200, "ok", "ok", 200, nullptr, "");
-        if (ex.reusable()) give_back(a);
+        // `out` may view the connection's buffer (RelayOut): the connection
+        // goes back to the pool once it is written.
         const bool ok = co_await write_out("0\r\n\r\n");
+        if (ex.reusable()) give_back(a);
         co_return StreamEnd{true, ok && keep_alive()};
     }
 }
@@ -274,7 +313,11 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
 
             if (answering_) {
                 // Forwarded as it is; an error event ends the client stream.
-                r.out += event->raw;
+                if (r.reader.in_input(event->raw)) {
+                    r.out.add_view(event->raw);
+                } else {
+                    r.out.add_copy(event->raw);
+                }
                 if (event_error)
                     return close_with(policy::classify_error_event(declared, plan_.endpoint), "upstream_error_event",
                                       true);
@@ -303,7 +346,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
         return step;
     }
     const sse::RelayBatch::Mark& at = r.batch.at(*leak);
-    r.out.resize(at.out);
+    r.out.cut_to(at.out);
     r.held.resize(at.held);
     usage.see(at.usage);
     return credential_refusal();

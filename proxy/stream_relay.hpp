@@ -33,6 +33,34 @@ enum class RelayStep {
     complete,    // the upstream stream ended complete: (publish and) end the client stream
 };
 
+// After publication, the checked events of one upstream read, to go out as
+// one chunk. Events that follow each other where the read put them are kept
+// as one view, not copied (issue 7: a copy of every stream byte); anything
+// else is copied into `text`, which the view follows. The view is valid until
+// the next upstream read, so `out` is written before it (and before the
+// connection goes back to the pool).
+class RelayOut {
+public:
+    // `bytes` stay valid until the write (Reader::in_input).
+    void add_view(std::string_view bytes);
+    void add_copy(std::string_view bytes);
+    // Takes `held`'s bytes (publication), leaving it empty.
+    void take(std::string& held);
+    std::size_t size() const { return text_.size() + view_.size(); }
+    bool empty() const { return text_.empty() && view_.empty(); }
+    // Back to the first `n` bytes (n <= size()).
+    void cut_to(std::size_t n);
+    void clear();
+    // The bytes, in order: text() then view().
+    std::string_view text() const { return text_; }
+    std::string_view view() const { return view_; }
+    std::string& storage() { return text_; }  // for capacity upkeep (turn.cpp)
+
+private:
+    std::string text_;
+    std::string_view view_;
+};
+
 struct StreamRelay {
     // How a close step ends the client stream after publication: the
     // closing error event (or nothing more when the upstream's own error
@@ -50,7 +78,7 @@ struct StreamRelay {
     // After publication, the checked events of one upstream read, sent as one
     // chunk in one write: one syscall per read, not per event, and no event
     // waits for anything but the read it came in.
-    std::string out;
+    RelayOut out;
     // The last upstream read, where transport/ put it (Exchange::read_piece):
     // the connection's buffer, or `decoded` for a gzip/deflate stream.
     std::string_view piece;

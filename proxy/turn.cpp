@@ -355,7 +355,7 @@ void RequestSlot::clear() {
     // A stream's buffers hold one upstream read (up to 64 KiB, transport/)
     // and grow by doubling: kept up to twice that, so a stream that fills
     // its reads costs no allocation on the next request (issue 2).
-    for (std::string* kept : {&plan.stream.held, &plan.stream.out, &plan.stream.decoded})
+    for (std::string* kept : {&plan.stream.held, &plan.stream.out.storage(), &plan.stream.decoded})
         if (kept->capacity() > 128 * 1024) std::string().swap(*kept);
     if (plan.head_text.capacity() > 16 * 1024) std::string().swap(plan.head_text);
     if (plan.upstream_head.capacity() > 16 * 1024) std::string().swap(plan.upstream_head);

@@ -46,7 +46,7 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 // The turn and the hold ticker both write to the client: one write at a
 // time, whole, so their bytes never interleave.
 Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c, std::string_view d,
-                          std::string_view e, std::string_view f) {
+                          std::string_view e, std::string_view f, std::string_view g) {
     while (writing_) {
         write_gate_.expires_at(Timer::time_point::max());
         co_await write_gate_.async_wait(use_tuple);
@@ -54,8 +54,8 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     }
     if (client_gone_) co_return false;
     writing_ = true;
-    std::array<asio::const_buffer, 6> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c),
-                                              asio::buffer(d), asio::buffer(e), asio::buffer(f)};
+    std::array<asio::const_buffer, 7> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c), asio::buffer(d),
+                                              asio::buffer(e), asio::buffer(f), asio::buffer(g)};
     auto [ec, n] = co_await transport::write_now(client_, buffers);
     writing_ = false;
     write_gate_.cancel();
@@ -64,16 +64,16 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
 }
 
 Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view head, std::string_view head_body,
-                                std::string_view after) {
-    if (data.empty() && head.empty() && head_body.empty() && after.empty()) co_return true;
+                                std::string_view after, std::string_view data_more) {
+    if (data.empty() && data_more.empty() && head.empty() && head_body.empty() && after.empty()) co_return true;
     char size[24];
     std::string_view size_line, crlf;
-    if (!data.empty()) {
-        const int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    if (!data.empty() || !data_more.empty()) {
+        const int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size() + data_more.size());
         size_line = std::string_view(size, static_cast<std::size_t>(len));
         crlf = "\r\n";
     }
-    co_return co_await write(head, head_body, size_line, data, crlf, after);
+    co_return co_await write(head, head_body, size_line, data, data_more, crlf, after);
 }
 
 AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::Classification* c,

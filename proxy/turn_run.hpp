@@ -149,14 +149,14 @@ private:
     Task<StreamEnd> close_published();
 
     // turn_end.cpp: what ends the turn, its records, the client writes.
-    // Up to six pieces in one write: each client write is one syscall, and
+    // Up to seven pieces in one write: each client write is one syscall, and
     // a stream's head, events and last chunk go out together when they can.
     Task<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {}, std::string_view d = {},
-                     std::string_view e = {}, std::string_view f = {});
-    // `data` as one chunk (nothing for empty data), after `head` and
-    // `head_body` and before `after`, in one write.
+                     std::string_view e = {}, std::string_view f = {}, std::string_view g = {});
+    // `data` then `data_more` as one chunk (nothing when both are empty),
+    // after `head` and `head_body` and before `after`, in one write.
     Task<bool> write_chunk(std::string_view data, std::string_view head = {}, std::string_view head_body = {},
-                           std::string_view after = {});
+                           std::string_view after = {}, std::string_view data_more = {});
     Task<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     // What end_turn writes, once the turn's records are written: the head and
     // body in one write (no head when the hold limit's is out), then for a

@@ -104,6 +104,15 @@ public:
 
     const Totals& totals() const { return totals_; }
 
+    // True when `bytes` lie in the input of the last feed() (the chunk, or
+    // the reader's copy of a chunk joined to what the previous one left):
+    // those stay valid until the next feed() or reset(), however next() and
+    // finish() go on. An event that spanned chunks lies in the reader's own
+    // buffer instead, which next() may overwrite.
+    bool in_input(std::string_view bytes) const {
+        return !in_.empty() && bytes.data() >= in_.data() && bytes.data() + bytes.size() <= in_.data() + in_.size();
+    }
+
     // Back to a fresh stream (a new attempt), keeping buffers for reuse.
     void reset();
 

@@ -88,3 +88,35 @@ TEST_CASE("a chunked stream whose every chunk came in one write with its head is
     auto proxy = start_proxy(route(fake), {}, {"--workers", "1"});
     check_two_turns(fake, *proxy, joined(events));
 }
+
+// After publication the relay sends a read's events as views where the read
+// put them (RelayOut). An event that spans reads is yielded from the SSE
+// reader's own buffer instead, which the start of the next unfinished event
+// overwrites within the same read: such an event must be copied, or the
+// client gets the next event's bytes in its place.
+TEST_CASE("an event that spans reads is relayed whole when the next one also spans reads", "[stream]") {
+    const std::string role = event(R"({"role":"assistant","content":""})");
+    const std::string first = event(R"({"content":"published"})");  // the first answer text
+    const std::string answer = event(R"({"content":"spanning two reads"})");
+    // Its first bytes differ from the spanning event's, so that they show
+    // if they land in its place.
+    const std::string finish =
+        R"(data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"object":"chat.completion.chunk","model":"gpt-4o-mini","id":"c1"})"
+        "\n\n";
+    const std::string done = "data: [DONE]\n\n";
+    const std::size_t half = answer.size() / 2, finish_half = finish.size() / 2;
+    SseOptions options;
+    options.delay = 30ms;  // each piece its own upstream read
+    FakeProvider fake;
+    fake.push(Script::sse({role + first + answer.substr(0, half), answer.substr(half) + finish.substr(0, finish_half),
+                           finish.substr(finish_half) + done},
+                          options));
+    auto proxy = start_proxy(route(fake), {}, {"--workers", "1"});
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body == role + first + answer + finish + done);
+    const auto turn = turn_record(*proxy);
+    REQUIRE(turn);
+    CHECK(turn->str("outcome") == "ok");
+}

@@ -529,3 +529,28 @@ TEST_CASE("reader: feeding again before draining keeps the unread events") {
     CHECK(c->raw == "data: c\n\n");
     CHECK(reader.next() == nullptr);
 }
+
+TEST_CASE("reader: in_input tells an event viewed in the input from one copied across chunks") {
+    Reader reader;
+    const std::string first = "data: a\n\ndata: b";
+    reader.feed(first);
+    const Event* e = reader.next();
+    REQUIRE(e);
+    CHECK(e->raw == "data: a\n\n");
+    CHECK(reader.in_input(e->raw));  // a view into the chunk
+    CHECK(reader.next() == nullptr);  // "data: b" is carried into the reader's buffer
+
+    const std::string second = "\n\ndata: c";
+    reader.feed(second);
+    e = reader.next();
+    REQUIRE(e);
+    CHECK(e->raw == "data: b\n\n");
+    CHECK_FALSE(reader.in_input(e->raw));  // it spans chunks: the reader's own copy
+    CHECK(reader.next() == nullptr);
+    reader.finish();
+    e = reader.next();
+    REQUIRE(e);
+    CHECK(e->raw == "data: c");
+    CHECK_FALSE(reader.in_input(e->raw));  // carried too
+    CHECK_FALSE(reader.in_input({}));
+}
