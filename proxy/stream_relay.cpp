@@ -124,8 +124,9 @@ Task<TurnRun::StreamEnd> TurnRun::close_published() {
     StreamRelay& relay = plan_.stream;
     const StreamRelay::Close& close = relay.close;
     if (!close.forwarded_error) {
-        relay.out.add_copy(closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code, 502,
-                                         policy::to_string(close.classification.cls), "terminal", "", attempts_));
+        relay.out.add_copy(closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code,
+                                               502, policy::to_string(close.classification.cls), "terminal", "",
+                                               attempts_));
     }
     record_attempt_and_turn(200, "terminal", close.outcome, 200, &close.classification, close.code);
     const bool ok = co_await write_out("0\r\n\r\n");
