@@ -112,7 +112,7 @@ Task<bool> TurnRun::write_out(std::string_view after) {
     StreamRelay& relay = plan_.stream;
     const std::string_view head = head_pending_;
     head_pending_ = {};
-    const bool ok = co_await write_chunk(relay.out.text(), head, {}, after, relay.out.view());
+    const bool ok = co_await write_chunk(relay.out.text(), relay.out.view(), head, {}, after);
     relay.out.clear();
     co_return ok;
 }

@@ -63,8 +63,8 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     co_return !ec;
 }
 
-Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view head, std::string_view head_body,
-                                std::string_view after, std::string_view data_more) {
+Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view data_more, std::string_view head,
+                                std::string_view head_body, std::string_view after) {
     if (data.empty() && data_more.empty() && head.empty() && head_body.empty() && after.empty()) co_return true;
     char size[24];
     std::string_view size_line, crlf;
@@ -151,7 +151,7 @@ Task<void> TurnRun::end_at_drain_limit() {
     if (head_out_) {
         std::string event = closing_error_event(plan_.endpoint, "the proxy is shutting down and its drain limit passed",
                                                 "stream_incomplete", 502, "cancelled", "terminal", "", attempts_);
-        co_await write_chunk(event, {}, {}, "0\r\n\r\n");
+        co_await write_chunk(event, {}, {}, {}, "0\r\n\r\n");
         co_return;
     }
     EnvelopeDetails details;
@@ -177,7 +177,7 @@ Task<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, b
     end_answer(end, failed, decision, after_wait);
     bool ok = true;
     if (end.stream) {
-        ok = co_await write_chunk(end.chunk, end.head, end.body, "0\r\n\r\n");
+        ok = co_await write_chunk(end.chunk, {}, end.head, end.body, "0\r\n\r\n");
     } else if (!end.head.empty()) {
         ok = co_await write(end.head, end.body);
     }

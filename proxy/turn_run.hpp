@@ -155,8 +155,8 @@ private:
                      std::string_view e = {}, std::string_view f = {}, std::string_view g = {});
     // `data` then `data_more` as one chunk (nothing when both are empty),
     // after `head` and `head_body` and before `after`, in one write.
-    Task<bool> write_chunk(std::string_view data, std::string_view head = {}, std::string_view head_body = {},
-                           std::string_view after = {}, std::string_view data_more = {});
+    Task<bool> write_chunk(std::string_view data, std::string_view data_more = {}, std::string_view head = {},
+                           std::string_view head_body = {}, std::string_view after = {});
     Task<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     // What end_turn writes, once the turn's records are written: the head and
     // body in one write (no head when the hold limit's is out), then for a
