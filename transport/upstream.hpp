@@ -197,8 +197,9 @@ public:
         return read_body(out, nullptr, done, until, on_timeout);
     }
     // As read_some, for a stream relayed read by read: `piece` views the next
-    // piece where it landed, an identity body in the connection's own buffer
-    // (not copied again), a gzip/deflate one decoded and appended to `decoded`.
+    // piece where it landed: in the connection's read buffer, or in its spill
+    // buffer when one read held several chunks (piece_body.hpp); a
+    // gzip/deflate body decoded and appended to `decoded`.
     // The view is valid until the next read, or until the connection is
     // given back or closed.
     Task<Fault> read_piece(std::string_view& piece, std::string& decoded, bool& done, Clock::time_point until,
