@@ -136,6 +136,11 @@ bool print_summary(const Summary& s) {
                 mib(s.rss_max_kib), mib(tolerance),
                 st.turns ? static_cast<double>(tolerance) * 1024.0 / static_cast<double>(st.turns) : 0.0,
                 verdict(rss_ok));
+    if (s.ran_through) {
+        const std::string exited = s.exit_code ? "status " + std::to_string(*s.exit_code) : "none in 15 s";
+        std::printf("  exit             %s after SIGTERM with no client connected, must be 0  %s\n", exited.c_str(),
+                    verdict(s.exit_code == 0));
+    }
     std::printf("  RESULT           %s\n", pass ? "PASS" : "FAIL");
     std::fflush(stdout);
     return pass;

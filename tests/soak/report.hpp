@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct Summary {
     RecordCheck records;
     Resources cold, baseline, end;
     std::int64_t rss_min_kib = 0, rss_max_kib = 0;
+    // The proxy's exit status after SIGTERM at the end (SPEC section 11: an
+    // idle proxy drains and exits 0); nullopt when it did not exit in time.
+    bool ran_through = false;
+    std::optional<int> exit_code;
 };
 
 // Prints the summary to stdout; returns true when every check passed.

@@ -18,6 +18,7 @@
 #include <boost/asio/error.hpp>
 
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -336,8 +337,14 @@ int main(int argc, char** argv) {
     summary.free_resends = registry.free_resends();
     const std::uint64_t issued = control.next_turn.load() - 1;
     summary.records = check_records(log, issued, summary.stats.successes, summary.stats.wrong_turns);
-    if (!proxy.running()) std::fprintf(stderr, "soak: the proxy exited during the run:\n%s\n", proxy.stderr_text().c_str());
-    const bool pass = print_summary(summary) && proxy.running() && issued == summary.stats.turns;
+    summary.ran_through = proxy.running();
+    if (!summary.ran_through)
+        std::fprintf(stderr, "soak: the proxy exited during the run:\n%s\n", proxy.stderr_text().c_str());
+    // The end of a deployment: SIGTERM, which an idle proxy answers by
+    // draining and exiting 0. The clean exit also lets an instrumented build
+    // write its profile (deploy/build trains the release build on this run).
+    if (summary.ran_through && proxy.signal(SIGTERM)) summary.exit_code = proxy.wait_exit(std::chrono::seconds(15));
+    const bool pass = print_summary(summary) && summary.ran_through && issued == summary.stats.turns;
     if (options.self_test && !registry.crosstalk_injected())
         std::fprintf(stderr, "soak: the self-test never injected its mistake (too few turns)\n");
     return pass ? 0 : 1;
