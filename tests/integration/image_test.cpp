@@ -199,7 +199,8 @@ TEST_CASE("image: the build stage installs deploy/setup's toolchain and librarie
     const std::set<std::string> listed(words_listed.begin(), words_listed.end());
     // Every library the build links (setup's -dev packages; clang's runtime
     // is for the fuzz build only) and the toolchain. setup's other packages
-    // are test tools the image does not build with.
+    // are test tools the image does not build with, but for catch2, which
+    // the soak that trains the profile-guided build needs (deploy/build).
     std::set<std::string> needed{"build-essential", "cmake", "ninja-build", "pkg-config"};
     for (const auto& package : listed)
         if (package.size() > 4 && package.ends_with("-dev") && !package.starts_with("libclang")) needed.insert(package);
