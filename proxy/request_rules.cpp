@@ -492,7 +492,7 @@ void upstream_target(std::string& out, const config::Route& route, std::string_v
     if (under_v1(client_path)) client_path.remove_prefix(3);
     out.assign(base);
     out += client_path;
-    if (out.empty()) out = "/";
+    if (out.empty()) out.push_back('/');
     // The query written in place: '?' before its first byte, '&' between
     // the client's query and each static parameter.
     const std::size_t path_end = out.size();

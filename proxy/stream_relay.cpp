@@ -155,7 +155,7 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
         bool done = false;
         const ReadLimit limit = read_limit();
         const Fault fault = co_await ex.read_piece(relay.piece, relay.decoded, done, limit.until, limit.on_timeout);
-        if (co_await cut()) co_return StreamEnd{true, false};
+        if (watch_cut()) co_return StreamEnd{true, false};
         RelayStep step = relay_read(done, fault, failed, usage);
         if (step == RelayStep::publish) {
             publish(ex);

@@ -75,7 +75,7 @@ Task<TurnRun::Attempt> TurnRun::open_and_send() {
 // frame grows past the 1020 bytes Asio recycles (issue 2).
 Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
     a = co_await open_and_send();
-    if (co_await cut()) co_return AttemptEnd{true, false};
+    if (watch_cut()) co_return AttemptEnd{true, false};
     if (a.fault != Fault::none) {
         failed = transport_failure(a.fault);
     } else {
@@ -96,7 +96,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
             Fault fault = Fault::none;
             for (bool done = false; !done;) {
                 fault = co_await ex.read_some(body, done, plan_.deadline, Fault::deadline);
-                if (co_await cut()) co_return AttemptEnd{true, false};
+                if (watch_cut()) co_return AttemptEnd{true, false};
                 if (fault == Fault::none &&
                     static_cast<std::int64_t>(body.size()) > limits_.max_response_body_bytes)
                     fault = Fault::body_too_large;
@@ -166,7 +166,7 @@ Task<bool> TurnRun::run() {
             waited_ms += decision.wait_ms;
             wait_timer.expires_after(std::chrono::milliseconds(decision.wait_ms));
             co_await wait_timer.async_wait(use_tuple);
-            if (co_await cut()) co_return false;
+            if (watch_cut()) co_return false;
             // Checked again before the send: the wait may have overrun.
             auto again = policy::recheck_before_send(ms_between(Clock::now(), plan_.deadline), route_.retry);
             if (again.verdict == policy::Verdict::retry) continue;
@@ -376,6 +376,7 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan) {
     // Recycled memory (recycling.hpp): a turn costs no allocation for it.
     auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>());
     watch_client(client, watch);
+    turn.watch(watch.get());
     worker.running_turns().push_back(*watch);
     auto [failure, answered] = co_await asio::co_spawn(
         client.get_executor(), turn.run_with_ticker(),

@@ -8,6 +8,7 @@
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
 #include "proxy/turn.hpp"
+#include "proxy/turn_watch.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/this_coro.hpp>
@@ -188,10 +189,22 @@ private:
     bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
+    // Asks the calling coroutine's cancellation state: the hold ticker and
+    // write() use it, since the ticker is also cancelled by its race with
+    // run() (run_with_ticker).
     static Task<bool> cut() {
         auto state = co_await asio::this_coro::cancellation_state;
         co_return state.cancelled() != asio::cancellation_type::none;
     }
+    // The same answer inside run() and what it awaits, without a coroutine
+    // frame per check (two per request): only the watch cancels run(), and
+    // it cancels synchronously right after setting its reason.
+    bool watch_cut() const { return watch_ && watch_->reason != TurnWatch::Reason::none; }
+
+public:
+    void watch(const TurnWatch* w) { watch_ = w; }
+
+private:
 
     Worker& worker_;
     Socket& client_;
@@ -212,6 +225,7 @@ private:
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
     Timer write_gate_{client_.get_executor()};
     std::optional<Clock::time_point> first_byte_at_;
+    const TurnWatch* watch_ = nullptr;  // run_turn's, which outlives run()
 };
 
 }  // namespace modelproxy::proxy
