@@ -369,14 +369,13 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan) {
         ~Done() { shared.inflight_turns.fetch_sub(1); }
     } done{worker.shared()};
 
-    TurnRun turn(worker, client, plan);
     // A client that hangs up ends the turn at once, aborting the upstream
     // request (SPEC section 6); so does the drain limit. The turn runs as its
     // own coroutine so that either can cut it through its cancellation slot.
     // Recycled memory (recycling.hpp): a turn costs no allocation for it.
     auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>());
+    TurnRun turn(worker, client, plan, *watch);
     watch_client(client, watch);
-    turn.watch(watch.get());
     worker.running_turns().push_back(*watch);
     auto [failure, answered] = co_await asio::co_spawn(
         client.get_executor(), turn.run_with_ticker(),

@@ -37,7 +37,7 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 
 class TurnRun {
 public:
-    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan)
+    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, const TurnWatch& watch)
         : worker_(worker),
           client_(client),
           plan_(plan),
@@ -45,7 +45,8 @@ public:
           limits_(plan.runtime->config.limits),
           slot_(plan.runtime->metric_slots[plan.route_index]),
           attempt_started_(plan.started),
-          digest_(plan.digest) {}
+          digest_(plan.digest),
+          watch_(watch) {}
 
     Task<bool> run();
     // run(), and for a stream turn the hold ticker beside it.
@@ -199,12 +200,7 @@ private:
     // The same answer inside run() and what it awaits, without a coroutine
     // frame per check (two per request): only the watch cancels run(), and
     // it cancels synchronously right after setting its reason.
-    bool watch_cut() const { return watch_ && watch_->reason != TurnWatch::Reason::none; }
-
-public:
-    void watch(const TurnWatch* w) { watch_ = w; }
-
-private:
+    bool watch_cut() const { return watch_.reason != TurnWatch::Reason::none; }
 
     Worker& worker_;
     Socket& client_;
@@ -214,6 +210,7 @@ private:
     const std::uint16_t slot_;         // metrics slot of the route
     Clock::time_point attempt_started_;
     std::string& digest_;       // plan_.digest (scratch)
+    const TurnWatch& watch_;    // run_turn's, which outlives the turn
     int attempts_ = 0;
     bool published_ = false;
     bool client_gone_ = false;
@@ -225,7 +222,6 @@ private:
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
     Timer write_gate_{client_.get_executor()};
     std::optional<Clock::time_point> first_byte_at_;
-    const TurnWatch* watch_ = nullptr;  // run_turn's, which outlives run()
 };
 
 }  // namespace modelproxy::proxy
