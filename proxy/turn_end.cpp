@@ -59,7 +59,14 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     auto [ec, n] = co_await transport::write_now(client_, buffers);
     writing_ = false;
     write_gate_.cancel();
-    if (ec) client_gone_ = true;
+    // A failed client write is the client gone, as the watch would find it
+    // (SPEC section 6): told to the watch, so that run_turn records the turn
+    // as cancelled even when the write failed before the watch's own
+    // completion ran (it then finds the turn done and does nothing).
+    if (ec) {
+        client_gone_ = true;
+        watch_.cut(TurnWatch::Reason::client_left);
+    }
     co_return !ec;
 }
 

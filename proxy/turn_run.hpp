@@ -37,7 +37,7 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 
 class TurnRun {
 public:
-    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, const TurnWatch& watch)
+    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch)
         : worker_(worker),
           client_(client),
           plan_(plan),
@@ -210,7 +210,7 @@ private:
     const std::uint16_t slot_;         // metrics slot of the route
     Clock::time_point attempt_started_;
     std::string& digest_;       // plan_.digest (scratch)
-    const TurnWatch& watch_;    // run_turn's, which outlives the turn
+    TurnWatch& watch_;          // run_turn's, which outlives the turn
     int attempts_ = 0;
     bool published_ = false;
     bool client_gone_ = false;
