@@ -1,6 +1,7 @@
 // A per-thread recycling allocator for the small blocks every request makes
 // and frees again: Beast's header fields (one block per field, one for the
-// request target or reason) on both sides of the proxy. With std::allocator
+// request target or reason) on both sides of the proxy, and Asio's coroutine
+// frames and handler memory (asio_memory.hpp). With std::allocator
 // each of those was a malloc and a free per request (issue 2); here a freed
 // block goes onto its thread's free list for its size class and the next
 // request takes it back, so a warmed-up worker allocates nothing for them.
@@ -9,7 +10,8 @@
 // std::allocator stood. A block freed on another thread than the one that
 // allocated it is simply kept by that thread: the lists hold plain
 // operator-new memory. Each list keeps at most `max_cached_bytes` per class,
-// so what a burst leaves behind is bounded (about 16 x 16 KiB per thread).
+// so what a burst leaves behind is bounded (16 classes x 64 KiB per thread:
+// room for the frames of about a hundred turns in flight at once).
 #pragma once
 
 #include <boost/beast/http/fields.hpp>
@@ -23,7 +25,7 @@ namespace recycling {
 
 inline constexpr std::size_t granule = 64;      // size classes are multiples of this
 inline constexpr std::size_t classes = 16;      // up to 1 KiB; larger blocks are not kept
-inline constexpr std::size_t max_cached_bytes = 16 * 1024;  // per class and thread
+inline constexpr std::size_t max_cached_bytes = 64 * 1024;  // per class and thread
 
 void* allocate(std::size_t bytes);
 void deallocate(void* p, std::size_t bytes) noexcept;
