@@ -1,7 +1,5 @@
 #include "proxy/turn_watch.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -9,15 +7,13 @@
 namespace modelproxy::proxy {
 
 void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch) {
-    client.async_wait(Socket::wait_read,
-                      asio::bind_cancellation_slot(watch->client_wait.slot(),
-                                                   [watch, fd = client.native_handle()](boost::system::error_code ec) {
+    client.async_wait(Socket::wait_read, [watch, fd = client.native_handle()](boost::system::error_code ec) {
         if (ec || watch->done) return;
         char byte;
         ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             watch->cut(TurnWatch::Reason::client_left);
-    }));
+    });
 }
 
 void cut_at_drain_limit(TurnWatches& running) {

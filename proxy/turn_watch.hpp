@@ -24,7 +24,6 @@ struct TurnWatch {
     Reason reason = Reason::none;
     bool done = false;                        // the turn has ended: callbacks do nothing
     asio::cancellation_signal turn;           // cuts the turn (its awaits complete at once)
-    asio::cancellation_signal client_wait;    // withdraws the client watch
     // In its worker's list of running turns (TurnWatches) while the turn runs.
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>> running;
 
@@ -33,10 +32,12 @@ struct TurnWatch {
         reason = why;
         turn.emit(asio::cancellation_type::terminal);
     }
+    // The client watch is left waiting: it completes, and does nothing, when
+    // the client's next request arrives, and the session's wait for that
+    // request joins it (watch_client).
     void finish() {
         done = true;
         running.unlink();
-        client_wait.emit(asio::cancellation_type::terminal);
     }
 };
 
@@ -51,6 +52,15 @@ using TurnWatches = boost::intrusive::list<
 
 // The client is gone when its socket reads EOF or an error. Pipelined bytes
 // mean it is still there: then nothing more is watched for this turn.
+//
+// The wait is not withdrawn when the turn ends. Asio re-arms the socket in
+// epoll (an epoll_ctl system call) for every wait it starts on a socket with
+// no operation pending, since an edge-triggered readiness may have been
+// spent; with this one still pending, the session's wait for the next
+// request is queued behind it with no system call, and both complete on the
+// same readiness: one epoll_ctl less per keep-alive request (issue 7). A
+// close, an idle timeout or a reset completes it like any other operation
+// on the socket.
 void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch);
 // Cuts every turn in `running` with Reason::drain_limit.
 void cut_at_drain_limit(TurnWatches& running);
