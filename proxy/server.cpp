@@ -230,7 +230,14 @@ Task<void> Worker::accept_loop() {
             co_await backoff.async_wait(use_tuple);
             continue;
         }
-        asio::co_spawn(io_, run_session(*this, std::move(socket)), asio::detached);
+        // The session's cancellation slot is bound to a signal of its own,
+        // which a turn's watch emits to cut that turn (run_turn). The
+        // completion handler keeps the signal alive until the coroutine and
+        // its cancellation state are gone.
+        auto cut = std::make_shared<asio::cancellation_signal>();
+        asio::cancellation_signal& signal = *cut;
+        asio::co_spawn(io_, run_session(*this, std::move(socket), signal),
+                       asio::bind_cancellation_slot(signal.slot(), [cut = std::move(cut)](std::exception_ptr) {}));
     }
 }
 

@@ -31,7 +31,8 @@ constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; ch
 
 class Session {
 public:
-    Session(Worker& worker, Socket socket) : worker_(worker), socket_(std::move(socket)) {}
+    Session(Worker& worker, Socket socket, asio::cancellation_signal& cut)
+        : worker_(worker), socket_(std::move(socket)), cut_(cut) {}
     ~Session() {
         if (slot_) worker_.give_back(std::move(slot_));
     }
@@ -55,6 +56,7 @@ private:
 
     Worker& worker_;
     Socket socket_;
+    asio::cancellation_signal& cut_;  // cuts a running turn (run_turn)
     // Held only while a request is in progress (see RequestSlot); null while
     // the connection waits for its next request.
     std::unique_ptr<RequestSlot> slot_;
@@ -185,6 +187,9 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
 }
 
 Task<void> Session::run() {
+    // A cut turn (run_turn) leaves this coroutine's cancellation state
+    // cancelled: its awaits must go on completing, not throw.
+    co_await asio::this_coro::throw_if_cancelled(false);
     Shared& shared = worker_.shared();
     struct Count {
         Shared& shared;
@@ -253,15 +258,15 @@ Task<bool> Session::handle(Request& req, ForwardPlan& plan) {
         case Reply::Kind::metrics:
             open = co_await answer(reply.answer, keep_alive, "", "", metrics_content_type);
             break;
-        case Reply::Kind::forward: open = co_await run_turn(worker_, socket_, plan); break;
+        case Reply::Kind::forward: open = co_await run_turn(worker_, socket_, plan, cut_); break;
     }
     co_return open;
 }
 
 }  // namespace
 
-Task<void> run_session(Worker& worker, Socket socket) {
-    Session session(worker, std::move(socket));
+Task<void> run_session(Worker& worker, Socket socket, asio::cancellation_signal& cut) {
+    Session session(worker, std::move(socket), cut);
     co_await session.run();
 }
 

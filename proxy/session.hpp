@@ -8,6 +8,8 @@
 
 namespace modelproxy::proxy {
 
-Task<void> run_session(Worker& worker, Socket socket);
+// `cut` is the signal bound to the session coroutine's cancellation slot
+// (Worker::accept_loop): a turn's watch emits it to cut the turn (turn.hpp).
+Task<void> run_session(Worker& worker, Socket socket, asio::cancellation_signal& cut);
 
 }  // namespace modelproxy::proxy

@@ -10,8 +10,7 @@
 #include "proxy/turn_watch.hpp"
 #include "sse/inspect.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <random>
 
@@ -362,7 +361,7 @@ void RequestSlot::clear() {
     plan.stream.reader.reset();  // releases buffers grown past its own limit
 }
 
-Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan) {
+Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::cancellation_signal& cut) {
     worker.shared().inflight_turns.fetch_add(1);
     struct Done {
         Shared& shared;
@@ -370,21 +369,41 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan) {
     } done{worker.shared()};
 
     // A client that hangs up ends the turn at once, aborting the upstream
-    // request (SPEC section 6); so does the drain limit. The turn runs as its
-    // own coroutine so that either can cut it through its cancellation slot.
-    // Recycled memory (recycling.hpp): a turn costs no allocation for it.
-    auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>());
+    // request (SPEC section 6); so does the drain limit. Either emits `cut`,
+    // the session coroutine's cancellation signal, which completes the
+    // turn's pending wait (a socket read or write, a timer) at once; the
+    // turn then sees its watch's reason and returns. The turn runs in the
+    // session's own coroutine: a coroutine of its own, only so that it had a
+    // slot of its own to cut, cost a spawn, two frames and two scheduler
+    // passes per request (issue 7). Recycled memory (recycling.hpp): a turn
+    // costs no allocation for its watch.
+    auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>(), cut);
+    // The turn's end, however it ends (an exception included): the watch
+    // stops cutting before the session goes on.
+    struct Finish {
+        TurnWatch& watch;
+        ~Finish() { watch.finish(); }
+    };
     TurnRun turn(worker, client, plan, *watch);
     watch_client(client, watch);
     worker.running_turns().push_back(*watch);
-    auto [failure, answered] = co_await asio::co_spawn(
-        client.get_executor(), turn.run_with_ticker(),
-        asio::bind_cancellation_slot(watch->turn.slot(), use_tuple));
-    const TurnWatch::Reason reason = turn.recorded() ? TurnWatch::Reason::none : watch->reason;
-    watch->finish();
-    if (failure) std::rethrow_exception(failure);
+    TurnWatch::Reason reason = TurnWatch::Reason::none;
+    bool answered = false;
+    {
+        Finish finish{*watch};
+        // Not a conditional expression inside co_await (g++ 12 hazard).
+        if (plan.wants_stream) {
+            answered = co_await turn.run_with_ticker();
+        } else {
+            answered = co_await turn.run();
+        }
+        reason = turn.recorded() ? TurnWatch::Reason::none : watch->reason;
+    }
     if (reason == TurnWatch::Reason::none) co_return answered;
     if (reason == TurnWatch::Reason::drain_limit) {
+        // The cut left this coroutine's cancellation state cancelled: a
+        // fresh one, so that the closing writes are not refused as cut.
+        co_await asio::this_coro::reset_cancellation_state();
         co_await turn.end_at_drain_limit();
         co_return false;
     }

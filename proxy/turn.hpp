@@ -90,6 +90,8 @@ struct RequestSlot {
 
 // Runs the turn and writes the whole answer. Returns whether the client
 // connection may carry another request.
-Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan);
+// Runs inside the session's coroutine; `cut` is the session's cancellation
+// signal (run_session), which the turn's watch emits to cut it.
+Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::cancellation_signal& cut);
 
 }  // namespace modelproxy::proxy

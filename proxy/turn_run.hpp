@@ -49,7 +49,7 @@ public:
           watch_(watch) {}
 
     Task<bool> run();
-    // run(), and for a stream turn the hold ticker beside it.
+    // run() with the hold ticker beside it (stream turns).
     Task<bool> run_with_ticker();
     Task<void> hold_ticker();
     bool recorded() const { return recorded_; }  // the turn record is written

@@ -23,14 +23,19 @@ struct TurnWatch {
     enum class Reason { none, client_left, drain_limit };
     Reason reason = Reason::none;
     bool done = false;                        // the turn has ended: callbacks do nothing
-    asio::cancellation_signal turn;           // cuts the turn (its awaits complete at once)
+    // The session's cancellation signal (run_session): emitting it cancels
+    // whatever the session's coroutine is waiting on, which during a turn is
+    // the turn's. Outlives every turn of its session; not used after finish().
+    asio::cancellation_signal* turn;
+
+    explicit TurnWatch(asio::cancellation_signal& session) : turn(&session) {}
     // In its worker's list of running turns (TurnWatches) while the turn runs.
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>> running;
 
     void cut(Reason why) {
         if (done || reason != Reason::none) return;
         reason = why;
-        turn.emit(asio::cancellation_type::terminal);
+        turn->emit(asio::cancellation_type::terminal);
     }
     // The client watch is left waiting: it completes, and does nothing, when
     // the client's next request arrives, and the session's wait for that
