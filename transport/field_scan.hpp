@@ -14,6 +14,7 @@
 // Pure: no I/O.
 #pragma once
 
+#include "transport/answer_parser.hpp"
 #include "transport/recycling.hpp"
 
 #include <optional>
@@ -50,6 +51,7 @@ struct ResponseFields {
 
 RequestFields scan_request(const Fields& fields);
 ResponseFields scan_response(const Fields& fields);
+ResponseFields scan_response(const AnswerHead& head);
 
 // Beast's message::keep_alive() from the first Connection field's value:
 // HTTP/1.1 and later stay open unless it lists "close"; HTTP/1.0 stays open

@@ -19,7 +19,7 @@ bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t&
 }
 
 bool put_buffered(ResponseParser& parser, beast::flat_buffer& buffer, boost::system::error_code& ec) {
-    return parse_buffered(parser, buffer, ParseUntil::message, ec) || !parser.get().body().piece.empty();
+    return parse_buffered(parser, buffer, ParseUntil::message, ec) || !parser.body().piece.empty();
 }
 
 }  // namespace modelproxy::transport

@@ -43,6 +43,34 @@ struct PieceBody {
             spill_capacity = capacity;
         }
         bool in_spill() const { return !piece.empty() && piece.data() == spill; }
+
+        // Takes what the parser gives of this read's body; returns how much
+        // (need_buffer when the spill buffer is full: the rest next read).
+        std::size_t take(std::string_view given, boost::system::error_code& ec) {
+            ec = {};
+            if (given.empty()) return 0;
+            if (piece.empty()) {
+                piece = given;
+                return given.size();
+            }
+            if (!in_spill()) {
+                if (piece.size() > spill_capacity) {  // cannot join: take this one next read
+                    ec = boost::beast::http::error::need_buffer;
+                    return 0;
+                }
+                std::memcpy(spill, piece.data(), piece.size());
+                piece = {spill, piece.size()};
+            }
+            const std::size_t room = spill_capacity - piece.size();
+            if (room == 0) {
+                ec = boost::beast::http::error::need_buffer;
+                return 0;
+            }
+            const std::size_t n = std::min(room, given.size());
+            std::memcpy(spill + piece.size(), given.data(), n);
+            piece = {spill, piece.size() + n};
+            return n;
+        }
     };
 
     class reader {
@@ -54,32 +82,9 @@ struct PieceBody {
 
         template <class ConstBufferSequence>
         std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
-            ec = {};
             // Beast's parser hands the body over as one contiguous buffer.
             const auto first = *boost::asio::buffer_sequence_begin(buffers);
-            const std::string_view given(static_cast<const char*>(first.data()), first.size());
-            if (given.empty()) return 0;
-            if (body_.piece.empty()) {
-                body_.piece = given;
-                return given.size();
-            }
-            if (!body_.in_spill()) {
-                if (body_.piece.size() > body_.spill_capacity) {  // cannot join: take this one next read
-                    ec = boost::beast::http::error::need_buffer;
-                    return 0;
-                }
-                std::memcpy(body_.spill, body_.piece.data(), body_.piece.size());
-                body_.piece = {body_.spill, body_.piece.size()};
-            }
-            const std::size_t room = body_.spill_capacity - body_.piece.size();
-            if (room == 0) {
-                ec = boost::beast::http::error::need_buffer;
-                return 0;
-            }
-            const std::size_t n = std::min(room, given.size());
-            std::memcpy(body_.spill + body_.piece.size(), given.data(), n);
-            body_.piece = {body_.spill, body_.piece.size() + n};
-            return n;
+            return body_.take(std::string_view(static_cast<const char*>(first.data()), first.size()), ec);
         }
 
         void finish(boost::system::error_code& ec) { ec = {}; }

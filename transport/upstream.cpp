@@ -144,8 +144,6 @@ Exchange& Exchange::operator=(Exchange&& other) noexcept {
 }
 
 void Exchange::end() {
-    // The parser's fields go back to the recycling lists now, not when the
-    // connection is next used or closed.
     if (connection_) {
         connection_->parser_.reset();
         connection_->inflater_.reset();
@@ -181,7 +179,7 @@ Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
     for (;;) {
-        ResponseParser& parser = c.parser_.emplace();
+        ResponseParser& parser = c.parser_.emplace(c.head_, c.body_view_);
         parser.header_limit(head_limit_bytes);
         parser.body_limit(boost::none);  // the relay enforces max_response_body_bytes itself
         if (no_body_) parser.skip(true);
@@ -219,7 +217,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             }
             co_return Fault::bad_response;
         }
-        const unsigned status = parser.get().result_int();
+        const unsigned status = parser.head().result_int();
         if (status >= 100 && status < 200) {
             if (status == 101) {
                 failed_ = true;
@@ -229,7 +227,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         }
         break;
     }
-    c.fields_ = scan_response(c.parser_->get());
+    c.fields_ = scan_response(c.parser_->head());
     auto coding = trim(c.fields_.content_encoding.value_or(""));
     if (coding.empty() || policy::iequals(coding, "identity")) {
     } else if (policy::iequals(coding, "gzip") || policy::iequals(coding, "x-gzip")) {
@@ -243,7 +241,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     co_return Fault::none;
 }
 
-const ResponseHeader& Exchange::head() const { return connection_->parser_->get().base(); }
+const ResponseHeader& Exchange::head() const { return connection_->parser_->head(); }
 
 const ResponseFields& Exchange::fields() const { return connection_->fields_; }
 
@@ -263,7 +261,7 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
         done = true;
         co_return Fault::none;
     }
-    auto& body = parser.get().body();
+    auto& body = parser.body();
     body.start(c.body_buffer().data(), c.body_buffer().size());
     // Bytes already read (with the head, or past the last piece) are parsed
     // first, without I/O; only when they give nothing does this wait.
@@ -298,7 +296,7 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
     done = parser.is_done();
     // A chunked body may end with trailer fields, which Beast adds to the
     // head's: seen as a lookup after the body would see them.
-    if (done && parser.chunked()) c.fields_ = scan_response(parser.get());
+    if (done && parser.chunked()) c.fields_ = scan_response(parser.head());
     co_return Fault::none;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "transport/answer_parser.hpp"
 #include "transport/executor.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/inflater.hpp"
@@ -69,9 +70,9 @@ struct TlsContext {
 // certificate. Returns an error message instead of throwing.
 std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls);
 
-// The upstream answer's parser; its header fields are recycled (recycling.hpp).
-using ResponseParser = http::response_parser<PieceBody, RecyclingAllocator<char>>;
-using ResponseHeader = http::response_header<Fields>;
+// The upstream answer's parser and head (answer_parser.hpp).
+using ResponseParser = AnswerParser;
+using ResponseHeader = AnswerHead;
 
 // One upstream connection. Not copyable; owned by a unique_ptr.
 class Connection {
@@ -119,7 +120,9 @@ private:
     // The state of the Exchange in progress, kept here because a connection
     // carries one exchange at a time: an exchange then costs no allocation
     // (issue 2), and a pooled connection reuses it from answer to answer.
-    std::optional<ResponseParser> parser_;
+    AnswerHead head_;                  // the answer's head, its capacity kept from answer to answer
+    PieceBody::value_type body_view_;  // where the parser puts each read's body bytes
+    std::optional<ResponseParser> parser_;  // after head_ and body_view_, which it refers to
     std::optional<Inflater> inflater_;
     ResponseFields fields_;  // of the exchange's answer once its head is read
     bool reused_ = false;

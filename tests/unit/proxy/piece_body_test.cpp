@@ -2,7 +2,8 @@
 // Exchange::read_body uses them: an answer's buffered body bytes are given as
 // a view where they lie when they are one piece, and joined in the spill
 // buffer when a read holds several (chunked). Either way each read's piece is
-// exactly the next body bytes, and the pieces add up to the whole body.
+// exactly the next body bytes, and the pieces add up to the whole body. And
+// the answer's head as AnswerParser keeps it (transport/answer_parser.hpp).
 #include "transport/parse_step.hpp"
 
 #include <catch2/catch.hpp>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace http = boost::beast::http;
 using modelproxy::transport::parse_head;
@@ -21,7 +24,9 @@ namespace {
 
 struct Answer {
     boost::beast::flat_buffer buffer;
-    ResponseParser parser;
+    modelproxy::transport::AnswerHead head;
+    modelproxy::transport::PieceBody::value_type body;
+    ResponseParser parser{head, body};
     std::array<char, 64> spill{};  // small, so the full case is reachable
 
     explicit Answer(std::string_view wire) {
@@ -40,11 +45,11 @@ struct Answer {
     }
     // One read_body's worth: what put_buffered gives before a read is needed.
     std::string_view next(bool& gave) {
-        parser.get().body().start(spill.data(), spill.size());
+        parser.body().start(spill.data(), spill.size());
         boost::system::error_code ec;
         gave = put_buffered(parser, buffer, ec);
         REQUIRE(!ec);
-        return parser.get().body().piece;
+        return parser.body().piece;
     }
 };
 
@@ -128,4 +133,45 @@ TEST_CASE("no body bytes buffered: a read is needed", "[transport][piece_body]")
     const std::string_view piece = a.next(gave);
     CHECK(!gave);
     CHECK(piece.empty());
+}
+
+TEST_CASE("the answer's head keeps its status, reason and every field in arrival order", "[transport][answer]") {
+    Answer a("HTTP/1.1 429 Slow Down\r\nContent-Type: application/json\r\nX-Many: 1\r\nretry-after-ms: 250\r\n"
+             "x-many: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-Trailer: end\r\n\r\n");
+    const auto& head = a.parser.head();
+    CHECK(head.result_int() == 429);
+    CHECK(head.reason() == "Slow Down");
+    CHECK(head.version() == 11);
+    std::vector<std::pair<std::string, std::string>> seen;
+    for (const auto& field : head) seen.emplace_back(field.name_string(), field.value());
+    CHECK(seen == std::vector<std::pair<std::string, std::string>>{{"Content-Type", "application/json"},
+                                                                  {"X-Many", "1"},
+                                                                  {"retry-after-ms", "250"},
+                                                                  {"x-many", "2"},
+                                                                  {"Transfer-Encoding", "chunked"}});
+    CHECK(head.at(0).name() == http::field::content_type);
+    CHECK(head.at(1).name() == http::field::unknown);
+    const auto fields = modelproxy::transport::scan_response(head);
+    CHECK(fields.content_type == "application/json");
+    CHECK(fields.retry_after_ms == "250");
+    CHECK_FALSE(fields.retry_after);
+    // The body, then the trailer, added after the head's own fields.
+    bool gave = false;
+    CHECK(a.next(gave) == "{}");
+    while (!a.parser.is_done()) {
+        a.next(gave);
+        if (!gave) break;
+    }
+    REQUIRE(a.parser.is_done());
+    REQUIRE(head.size() == 6);
+    CHECK(head.at(5).name_string() == "X-Trailer");
+    CHECK(head.at(5).value() == "end");
+    CHECK(a.parser.keep_alive());
+}
+
+TEST_CASE("an answer's head with no reason phrase has an empty reason", "[transport][answer]") {
+    Answer a("HTTP/1.1 200 \r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    CHECK(a.parser.head().result_int() == 200);
+    CHECK(a.parser.head().reason().empty());
+    CHECK_FALSE(a.parser.keep_alive());
 }

@@ -1,0 +1,131 @@
+// The upstream answer's parser (issue 7): Beast's basic_parser<false> for
+// the HTTP/1.1 grammar, framing, chunked decoding and limits, with the head
+// kept as a flat list of fields in one string (AnswerHead) instead of in
+// Beast's fields container.
+//
+// Beast's http::parser inserts every field into basic_fields: one block per
+// field and a case-insensitive red-black tree insert, about 1.9 k user
+// instructions per answer of seven fields (callgrind, deploy/bench), and a
+// provider's answer carries two or three times that many (rate-limit and
+// tracing headers). The proxy only walks the fields in order (field_scan.hpp,
+// ResponseHead::copy_upstream), so an append per field is enough. The
+// AnswerHead lives in its Connection and is cleared for each answer: a pooled
+// connection's answers reuse its capacity.
+//
+// The body goes to a PieceBody value, as before (piece_body.hpp).
+#pragma once
+
+#include "transport/piece_body.hpp"
+
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace modelproxy::transport {
+
+// An answer's status line and fields, in arrival order (trailers of a
+// chunked body after the head's own fields). The views a Field gives point
+// into the head's text: valid until the next field is added (a trailer) or
+// the head is cleared.
+class AnswerHead {
+public:
+    class Field {
+    public:
+        boost::beast::http::field name() const { return name_; }
+        std::string_view name_string() const { return name_string_; }
+        std::string_view value() const { return value_; }
+
+    private:
+        friend class AnswerHead;
+        Field(boost::beast::http::field name, std::string_view name_string, std::string_view value)
+            : name_(name), name_string_(name_string), value_(value) {}
+        boost::beast::http::field name_;
+        std::string_view name_string_;
+        std::string_view value_;
+    };
+
+    class iterator {
+    public:
+        Field operator*() const { return head_->at(index_); }
+        iterator& operator++() {
+            ++index_;
+            return *this;
+        }
+        bool operator==(const iterator& other) const { return index_ == other.index_; }
+
+    private:
+        friend class AnswerHead;
+        iterator(const AnswerHead* head, std::size_t index) : head_(head), index_(index) {}
+        const AnswerHead* head_;
+        std::size_t index_;
+    };
+
+    unsigned result_int() const { return status_; }
+    // The reason phrase as sent; empty when the status line had none.
+    std::string_view reason() const { return std::string_view(text_).substr(0, reason_size_); }
+    unsigned version() const { return version_; }
+
+    std::size_t size() const { return slots_.size(); }
+    Field at(std::size_t i) const {
+        const Slot& s = slots_[i];
+        const std::string_view text(text_);
+        return Field(s.name, text.substr(s.name_at, s.name_size), text.substr(s.value_at, s.value_size));
+    }
+    iterator begin() const { return iterator(this, 0); }
+    iterator end() const { return iterator(this, slots_.size()); }
+
+    // Ready for the next answer, keeping the capacity.
+    void clear() {
+        text_.clear();
+        slots_.clear();
+        status_ = 0;
+        version_ = 0;
+        reason_size_ = 0;
+    }
+
+private:
+    friend class AnswerParser;
+    struct Slot {
+        boost::beast::http::field name;
+        std::uint32_t name_at, name_size, value_at, value_size;
+    };
+    std::string text_;  // the reason, then each field's name and value
+    std::vector<Slot> slots_;
+    unsigned status_ = 0;
+    unsigned version_ = 0;
+    std::uint32_t reason_size_ = 0;
+};
+
+class AnswerParser : public boost::beast::http::basic_parser<false> {
+public:
+    // Clears `head`; the answer's head goes there and its body to `body`.
+    AnswerParser(AnswerHead& head, PieceBody::value_type& body);
+
+    const AnswerHead& head() const { return head_; }
+    PieceBody::value_type& body() { return body_; }
+
+private:
+    using string_view = boost::beast::string_view;
+    using error_code = boost::system::error_code;
+
+    void on_request_impl(boost::beast::http::verb, string_view, string_view, int, error_code& ec) override;
+    void on_response_impl(int code, string_view reason, int version, error_code& ec) override;
+    void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
+                       error_code& ec) override;
+    void on_header_impl(error_code& ec) override;
+    void on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code& ec) override;
+    std::size_t on_body_impl(string_view body, error_code& ec) override;
+    void on_chunk_header_impl(std::uint64_t size, string_view extensions, error_code& ec) override;
+    std::size_t on_chunk_body_impl(std::uint64_t remain, string_view body, error_code& ec) override;
+    void on_finish_impl(error_code& ec) override;
+
+    AnswerHead& head_;
+    PieceBody::value_type& body_;
+};
+
+}  // namespace modelproxy::transport
