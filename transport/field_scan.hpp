@@ -9,7 +9,10 @@
 // storage: valid while those fields exist and are not erased (Beast allocates
 // each field separately, so moving the container or adding fields, such as a
 // chunked body's trailers, leaves them valid; a trailer is not seen by a scan
-// made before it was read).
+// made before it was read). An upstream answer's fields are an AnswerHead
+// (answer_parser.hpp), one string: there a view is valid until the next
+// field is added, so the transport scans again once a chunked body's
+// trailers are in (Exchange::read_body).
 //
 // Pure: no I/O.
 #pragma once
