@@ -13,31 +13,29 @@ namespace modelproxy::proxy {
 // and then a `: keep-alive` comment every 10 s, so load balancers and client
 // header timeouts do not cut it. Events stay held: a replay is still
 // invisible until answer text. Never completes by itself (it is one side of
-// run_turn's race); it goes quiet once answer text is out or the turn ends.
+// run_with_ticker's race); it goes quiet once answer text is out or the turn ends.
 Task<void> TurnRun::hold_ticker() {
     co_await asio::this_coro::throw_if_cancelled(false);
     Timer timer(client_.get_executor());
-    if (plan_.wants_stream) {
-        timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
-        auto [ec] = co_await timer.async_wait(use_tuple);
-        if (!ec && !head_out_ && !ending_) {
-            head_out_ = true;
-            ResponseHead head(200);
-            head.add("content-type", "text/event-stream");
-            head.add("cache-control", "no-cache");
-            head.add_modelproxy(attempts_, plan_.request_id);
-            head.chunked();
-            if (!keep_alive()) head.add("connection", "close");
-            std::string text = head.finish();
-            published_ = true;
-            bool ok = co_await write(text);
-            while (ok && !answering_ && !ending_) {
-                ok = co_await write_chunk(": keep-alive\n\n");
-                if (co_await cut()) co_return;
-                timer.expires_after(std::chrono::seconds(10));
-                auto [tec] = co_await timer.async_wait(use_tuple);
-                if (tec) break;
-            }
+    timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
+    auto [ec] = co_await timer.async_wait(use_tuple);
+    if (!ec && !head_out_ && !ending_) {
+        head_out_ = true;
+        ResponseHead head(200);
+        head.add("content-type", "text/event-stream");
+        head.add("cache-control", "no-cache");
+        head.add_modelproxy(attempts_, plan_.request_id);
+        head.chunked();
+        if (!keep_alive()) head.add("connection", "close");
+        std::string text = head.finish();
+        published_ = true;
+        bool ok = co_await write(text);
+        while (ok && !answering_ && !ending_) {
+            ok = co_await write_chunk(": keep-alive\n\n");
+            if (co_await cut()) co_return;
+            timer.expires_after(std::chrono::seconds(10));
+            auto [tec] = co_await timer.async_wait(use_tuple);
+            if (tec) break;
         }
     }
     // A wait started after the race's cancellation is never cancelled: check
@@ -50,7 +48,6 @@ Task<void> TurnRun::hold_ticker() {
 Task<bool> TurnRun::run_with_ticker() {
     using namespace boost::asio::experimental::awaitable_operators;
     co_await asio::this_coro::throw_if_cancelled(false);
-    if (!plan_.wants_stream) co_return co_await run();
     auto result = co_await (run() || hold_ticker());
     co_return result.index() == 0 && std::get<0>(result);  // the ticker never ends by itself
 }

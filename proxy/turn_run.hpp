@@ -49,7 +49,7 @@ public:
           watch_(watch) {}
 
     Task<bool> run();
-    // run() with the hold ticker beside it (stream turns).
+    // run() with the hold ticker beside it: stream turns only (run_turn).
     Task<bool> run_with_ticker();
     Task<void> hold_ticker();
     bool recorded() const { return recorded_; }  // the turn record is written
