@@ -4,7 +4,7 @@ namespace modelproxy::transport {
 
 namespace http = boost::beast::http;
 
-AnswerParser::AnswerParser(AnswerHead& head, PieceBody::value_type& body) : head_(head), body_(body) {
+AnswerParser::AnswerParser(AnswerHead& head, BodyPiece& body) : head_(head), body_(body) {
     head_.clear();
 }
 
@@ -12,16 +12,16 @@ void AnswerParser::on_request_impl(http::verb, string_view, string_view, int, er
     ec = http::error::bad_method;  // never called for a response parser
 }
 
-void AnswerParser::on_response_impl(int code, string_view reason, int version, error_code& ec) {
-    ec = {};
+// Beast clears `ec` before each of these calls; they set it only to fail.
+
+void AnswerParser::on_response_impl(int code, string_view reason, int version, error_code&) {
     head_.status_ = static_cast<unsigned>(code);
     head_.version_ = static_cast<unsigned>(version);
     head_.text_.assign(reason.data(), reason.size());
     head_.reason_size_ = static_cast<std::uint32_t>(reason.size());
 }
 
-void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code& ec) {
-    ec = {};
+void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
     std::string& text = head_.text_;
     const auto name_at = static_cast<std::uint32_t>(text.size());
     text.append(name_string.data(), name_string.size());
@@ -31,20 +31,20 @@ void AnswerParser::on_field_impl(http::field name, string_view name_string, stri
                             static_cast<std::uint32_t>(value.size())});
 }
 
-void AnswerParser::on_header_impl(error_code& ec) { ec = {}; }
+void AnswerParser::on_header_impl(error_code&) {}
 
-void AnswerParser::on_body_init_impl(const boost::optional<std::uint64_t>&, error_code& ec) { ec = {}; }
+void AnswerParser::on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) {}
 
 std::size_t AnswerParser::on_body_impl(string_view body, error_code& ec) {
     return body_.take(std::string_view(body.data(), body.size()), ec);
 }
 
-void AnswerParser::on_chunk_header_impl(std::uint64_t, string_view, error_code& ec) { ec = {}; }
+void AnswerParser::on_chunk_header_impl(std::uint64_t, string_view, error_code&) {}
 
 std::size_t AnswerParser::on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) {
     return body_.take(std::string_view(body.data(), body.size()), ec);
 }
 
-void AnswerParser::on_finish_impl(error_code& ec) { ec = {}; }
+void AnswerParser::on_finish_impl(error_code&) {}
 
 }  // namespace modelproxy::transport

@@ -12,7 +12,7 @@
 // AnswerHead lives in its Connection and is cleared for each answer: a pooled
 // connection's answers reuse its capacity.
 //
-// The body goes to a PieceBody value, as before (piece_body.hpp).
+// The body goes to a BodyPiece, viewed where it lies (piece_body.hpp).
 #pragma once
 
 #include "transport/piece_body.hpp"
@@ -104,10 +104,10 @@ private:
 class AnswerParser : public boost::beast::http::basic_parser<false> {
 public:
     // Clears `head`; the answer's head goes there and its body to `body`.
-    AnswerParser(AnswerHead& head, PieceBody::value_type& body);
+    AnswerParser(AnswerHead& head, BodyPiece& body);
 
     const AnswerHead& head() const { return head_; }
-    PieceBody::value_type& body() { return body_; }
+    BodyPiece& body() { return body_; }
 
 private:
     using string_view = boost::beast::string_view;
@@ -125,7 +125,7 @@ private:
     void on_finish_impl(error_code& ec) override;
 
     AnswerHead& head_;
-    PieceBody::value_type& body_;
+    BodyPiece& body_;
 };
 
 }  // namespace modelproxy::transport

@@ -53,7 +53,7 @@ bool parse_head(ResponseParser& parser, beast::flat_buffer& buffer, std::size_t&
                 boost::system::error_code& ec);
 
 // The body bytes `buffer` already holds, given to the parser's body
-// (PieceBody) as Beast's async_read_some does before it reads. True when
+// (BodyPiece) as Beast's async_read_some does before it reads. True when
 // that gave body bytes, ended the message or failed (`ec`); false when a
 // read is needed.
 bool put_buffered(ResponseParser& parser, beast::flat_buffer& buffer, boost::system::error_code& ec);

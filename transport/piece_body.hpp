@@ -1,6 +1,6 @@
-// The Beast body type of an upstream answer's parser (ResponseParser): each
-// read's body bytes are seen where they lie, in the connection's read buffer,
-// instead of being copied into a body buffer first (issue 7).
+// Where an upstream answer's parser (AnswerParser, answer_parser.hpp) puts
+// each read's body bytes: seen where they lie, in the connection's read
+// buffer, instead of being copied into a body buffer first (issue 7).
 //
 // Beast's buffer_body copies every body byte the parser takes into the
 // caller's buffer. For a stream that copy is one memcpy of the whole answer,
@@ -13,85 +13,59 @@
 // the next read. The view is valid until the read buffer is read into again.
 #pragma once
 
-#include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/optional.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdint>
 #include <cstring>
 #include <string_view>
 
 namespace modelproxy::transport {
 
-struct PieceBody {
-    struct value_type {
-        // What this read gave so far: a view into the read buffer, or into
-        // `spill` once a second piece was added.
-        std::string_view piece;
-        char* spill = nullptr;
-        std::size_t spill_capacity = 0;
+struct BodyPiece {
+    // What this read gave so far: a view into the read buffer, or into
+    // `spill` once a second piece was added.
+    std::string_view piece;
+    char* spill = nullptr;
+    std::size_t spill_capacity = 0;
 
-        // Before each read: nothing given yet; pieces after the first go to
-        // `spill`.
-        void start(char* spill_data, std::size_t capacity) {
-            piece = {};
-            spill = spill_data;
-            spill_capacity = capacity;
+    // Before each read: nothing given yet; pieces after the first go to
+    // `spill`.
+    void start(char* spill_data, std::size_t capacity) {
+        piece = {};
+        spill = spill_data;
+        spill_capacity = capacity;
+    }
+    bool in_spill() const { return !piece.empty() && piece.data() == spill; }
+
+    // Takes what the parser gives of this read's body; returns how much
+    // (need_buffer when the spill buffer is full: the rest next read).
+    std::size_t take(std::string_view given, boost::system::error_code& ec) {
+        ec = {};
+        if (given.empty()) return 0;
+        if (piece.empty()) {
+            piece = given;
+            return given.size();
         }
-        bool in_spill() const { return !piece.empty() && piece.data() == spill; }
-
-        // Takes what the parser gives of this read's body; returns how much
-        // (need_buffer when the spill buffer is full: the rest next read).
-        std::size_t take(std::string_view given, boost::system::error_code& ec) {
-            ec = {};
-            if (given.empty()) return 0;
-            if (piece.empty()) {
-                piece = given;
-                return given.size();
-            }
-            if (!in_spill()) {
-                if (piece.size() > spill_capacity) {  // cannot join: take this one next read
-                    ec = boost::beast::http::error::need_buffer;
-                    return 0;
-                }
-                std::memcpy(spill, piece.data(), piece.size());
-                piece = {spill, piece.size()};
-            }
-            const std::size_t room = spill_capacity - piece.size();
-            if (room == 0) {
+        if (!in_spill()) {
+            if (piece.size() > spill_capacity) {  // cannot join: take this one next read
                 ec = boost::beast::http::error::need_buffer;
                 return 0;
             }
-            const std::size_t n = std::min(room, given.size());
-            std::memcpy(spill + piece.size(), given.data(), n);
-            piece = {spill, piece.size() + n};
-            return n;
+            std::memcpy(spill, piece.data(), piece.size());
+            piece = {spill, piece.size()};
         }
-    };
-
-    class reader {
-    public:
-        template <bool isRequest, class Fields>
-        reader(boost::beast::http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
-
-        void init(const boost::optional<std::uint64_t>&, boost::system::error_code& ec) { ec = {}; }
-
-        template <class ConstBufferSequence>
-        std::size_t put(const ConstBufferSequence& buffers, boost::system::error_code& ec) {
-            // Beast's parser hands the body over as one contiguous buffer.
-            const auto first = *boost::asio::buffer_sequence_begin(buffers);
-            return body_.take(std::string_view(static_cast<const char*>(first.data()), first.size()), ec);
+        const std::size_t room = spill_capacity - piece.size();
+        if (room == 0) {
+            ec = boost::beast::http::error::need_buffer;
+            return 0;
         }
-
-        void finish(boost::system::error_code& ec) { ec = {}; }
-
-    private:
-        value_type& body_;
-    };
+        const std::size_t n = std::min(room, given.size());
+        std::memcpy(spill + piece.size(), given.data(), n);
+        piece = {spill, piece.size() + n};
+        return n;
+    }
 };
 
 }  // namespace modelproxy::transport

@@ -294,8 +294,9 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
         out.append(body.piece);
     }
     done = parser.is_done();
-    // A chunked body may end with trailer fields, which Beast adds to the
-    // head's: seen as a lookup after the body would see them.
+    // A chunked body may end with trailer fields, which the parser adds
+    // after the head's (answer_parser.hpp): scanned again, as a lookup after
+    // the body would see them.
     if (done && parser.chunked()) c.fields_ = scan_response(parser.head());
     co_return Fault::none;
 }

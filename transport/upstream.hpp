@@ -121,7 +121,7 @@ private:
     // carries one exchange at a time: an exchange then costs no allocation
     // (issue 2), and a pooled connection reuses it from answer to answer.
     AnswerHead head_;                  // the answer's head, its capacity kept from answer to answer
-    PieceBody::value_type body_view_;  // where the parser puts each read's body bytes
+    BodyPiece body_view_;  // where the parser puts each read's body bytes
     std::optional<ResponseParser> parser_;  // after head_ and body_view_, which it refers to
     std::optional<Inflater> inflater_;
     ResponseFields fields_;  // of the exchange's answer once its head is read

@@ -25,7 +25,7 @@ namespace {
 struct Answer {
     boost::beast::flat_buffer buffer;
     modelproxy::transport::AnswerHead head;
-    modelproxy::transport::PieceBody::value_type body;
+    modelproxy::transport::BodyPiece body;
     ResponseParser parser{head, body};
     std::array<char, 64> spill{};  // small, so the full case is reachable
 
