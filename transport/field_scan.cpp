@@ -26,27 +26,6 @@ std::string_view name_of(const Fields::value_type& field) {
     return {n.data(), n.size()};
 }
 
-std::string_view value_of(const AnswerHead::Field& field) { return field.value(); }
-std::string_view name_of(const AnswerHead::Field& field) { return field.name_string(); }
-
-template <class Container>
-ResponseFields scan_answer(const Container& fields) {
-    ResponseFields out;
-    for (const auto& field : fields) {
-        switch (field.name()) {
-            case http::field::content_type: keep_first(out.content_type, value_of(field)); break;
-            case http::field::content_encoding: keep_first(out.content_encoding, value_of(field)); break;
-            case http::field::connection: keep_first(out.connection, value_of(field)); break;
-            case http::field::retry_after: keep_first(out.retry_after, value_of(field)); break;
-            case http::field::unknown:
-                if (policy::iequals(name_of(field), "retry-after-ms")) keep_first(out.retry_after_ms, value_of(field));
-                break;
-            default: break;
-        }
-    }
-    return out;
-}
-
 }  // namespace
 
 RequestFields scan_request(const Fields& fields) {
@@ -82,9 +61,23 @@ RequestFields scan_request(const Fields& fields) {
     return out;
 }
 
-ResponseFields scan_response(const Fields& fields) { return scan_answer(fields); }
-
-ResponseFields scan_response(const AnswerHead& head) { return scan_answer(head); }
+ResponseFields scan_response(const AnswerHead& head) {
+    ResponseFields out;
+    for (const auto& field : head) {
+        switch (field.name()) {
+            case http::field::content_type: keep_first(out.content_type, field.value()); break;
+            case http::field::content_encoding: keep_first(out.content_encoding, field.value()); break;
+            case http::field::connection: keep_first(out.connection, field.value()); break;
+            case http::field::retry_after: keep_first(out.retry_after, field.value()); break;
+            case http::field::unknown:
+                if (policy::iequals(field.name_string(), "retry-after-ms"))
+                    keep_first(out.retry_after_ms, field.value());
+                break;
+            default: break;
+        }
+    }
+    return out;
+}
 
 bool keep_alive(unsigned version, FieldValue connection) {
     // Beast's own rule (basic_fields::get_keep_alive_impl), with the tokens

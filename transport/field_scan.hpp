@@ -53,7 +53,6 @@ struct ResponseFields {
 };
 
 RequestFields scan_request(const Fields& fields);
-ResponseFields scan_response(const Fields& fields);
 ResponseFields scan_response(const AnswerHead& head);
 
 // Beast's message::keep_alive() from the first Connection field's value:
