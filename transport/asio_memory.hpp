@@ -10,8 +10,8 @@
 // class lists (recycling.hpp): a push or pop per block, and room for a
 // burst. The functions specialised are Asio's own allocation points
 // (thread_info_base::allocate/deallocate for one purpose tag each), so every
-// coroutine frame, completion handler and cancellation handler Asio makes
-// goes through them. Not the default purpose (each asynchronous
+// coroutine frame, posted function, cancellation handler and parallel group
+// Asio makes goes through them. Not the default purpose (each asynchronous
 // operation's own state): thread_info_base uses it in its own inline
 // functions, so it cannot be specialised here; it keeps Asio's array
 // (BOOST_ASIO_RECYCLING_ALLOCATOR_CACHE_SIZE, CMakeLists.txt).
@@ -31,6 +31,8 @@
 
 #include <cstddef>
 
+// recycling.hpp's two functions, declared here rather than included: that
+// header brings Beast's, which must come after this one.
 namespace modelproxy::transport::recycling {
 void* allocate(std::size_t bytes);
 void deallocate(void* p, std::size_t bytes) noexcept;
