@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 namespace modelproxy::proxy {
 
@@ -208,13 +209,19 @@ std::optional<std::uint32_t> hex4(std::string_view text, std::size_t at) {
 // when out is given, appends the decoded text. simdjson's stage 1 has already
 // refused invalid UTF-8 and unescaped control characters. A lone surrogate
 // escape decodes to U+FFFD instead of failing (see inspect_json_body).
+//
+// The bytes between escapes need no check, so they are stepped over with
+// memchr and appended in one piece: a request's strings are almost all plain
+// text, and a byte-by-byte loop over them was most of the routing walk's time
+// on long chat histories (issue 7, tests/bench/routing_bench).
 bool decode_json_string(std::string_view raw, std::string* out) {
     for (std::size_t i = 0; i < raw.size(); ++i) {
-        const char c = raw[i];
-        if (c != '\\') {
-            if (out) *out += c;
-            continue;
-        }
+        const void* found = std::memchr(raw.data() + i, '\\', raw.size() - i);
+        const std::size_t escape =
+            found ? static_cast<std::size_t>(static_cast<const char*>(found) - raw.data()) : raw.size();
+        if (out) out->append(raw.data() + i, escape - i);
+        if (escape == raw.size()) return true;
+        i = escape;
         if (++i >= raw.size()) return false;
         char plain = 0;
         switch (raw[i]) {

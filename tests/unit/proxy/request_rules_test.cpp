@@ -203,6 +203,10 @@ TEST_CASE("inspect_json_body reads the top-level model and its exact span", "[re
         {R"({"model":"y","messages":[{"model":"x","model":"z"}]})", ModelField::string, "y", R"("y")"},
         {R"({"mod\u0065l":"y"})", ModelField::string, "y", R"("y")"},
         {R"({"model":""})", ModelField::string, "", R"("")"},
+        // Escapes first, last and side by side, around plain runs.
+        {R"({"model":"\"x\""})", ModelField::string, "\"x\"", R"("\"x\"")"},
+        {R"({"model":"x\\"})", ModelField::string, "x\\", R"("x\\")"},
+        {R"({"model":"\n\t\u0041bc\/"})", ModelField::string, "\n\tAbc/", R"("\n\t\u0041bc\/")"},
         {R"({"model":"\ud83d\ude00"})", ModelField::string, "\xF0\x9F\x98\x80", R"("\ud83d\ude00")"},
         {R"({"model":"\ud800x"})", ModelField::string, "\xEF\xBF\xBDx", R"("\ud800x")"},
         {R"({"model":"caf\u00e9 \u4e2d"})", ModelField::string, "caf\xC3\xA9 \xE4\xB8\xAD",
