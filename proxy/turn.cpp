@@ -137,7 +137,8 @@ Task<bool> TurnRun::run() {
     co_await asio::this_coro::throw_if_cancelled(false);
     payload_digest(digest_, plan_.method, plan_.target, plan_.body);
     std::int64_t waited_ms = 0;
-    Timer wait_timer(client_.get_executor());
+    // Made for the first wait only (see write_gate_): most turns never wait.
+    std::optional<Timer> wait_timer;
 
     for (attempts_ = 1;; ++attempts_) {
         if (attempts_ > 1) {
@@ -163,8 +164,9 @@ Task<bool> TurnRun::run() {
             // An upstream answer read whole leaves its connection reusable.
             if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
             waited_ms += decision.wait_ms;
-            wait_timer.expires_after(std::chrono::milliseconds(decision.wait_ms));
-            co_await wait_timer.async_wait(use_tuple);
+            if (!wait_timer) wait_timer.emplace(client_.get_executor());
+            wait_timer->expires_after(std::chrono::milliseconds(decision.wait_ms));
+            co_await wait_timer->async_wait(use_tuple);
             if (watch_cut()) co_return false;
             // Checked again before the send: the wait may have overrun.
             auto again = policy::recheck_before_send(ms_between(Clock::now(), plan_.deadline), route_.retry);

@@ -48,8 +48,9 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c, std::string_view d,
                           std::string_view e, std::string_view f, std::string_view g) {
     while (writing_) {
-        write_gate_.expires_at(Timer::time_point::max());
-        co_await write_gate_.async_wait(use_tuple);
+        if (!write_gate_) write_gate_.emplace(client_.get_executor());
+        write_gate_->expires_at(Timer::time_point::max());
+        co_await write_gate_->async_wait(use_tuple);
         if (co_await cut()) co_return false;
     }
     if (client_gone_) co_return false;
@@ -58,7 +59,7 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
                                               asio::buffer(e), asio::buffer(f), asio::buffer(g)};
     auto [ec, n] = co_await transport::write_now(client_, buffers);
     writing_ = false;
-    write_gate_.cancel();
+    if (write_gate_) write_gate_->cancel();
     // A failed client write is the client gone, as the watch would find it
     // (SPEC section 6): told to the watch, so that run_turn records the turn
     // as cancelled even when the write failed before the watch's own

@@ -220,7 +220,9 @@ private:
     bool answering_ = false;    // answer text is out: held events released, no replay possible
     bool ending_ = false;       // the turn is writing its final answer
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
-    Timer write_gate_{client_.get_executor()};
+    // Made on the first write that has to wait: constructing an Asio timer
+    // looks its service up under a mutex, and most turns never wait here.
+    std::optional<Timer> write_gate_;
     std::optional<Clock::time_point> first_byte_at_;
 };
 
