@@ -57,7 +57,14 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
     writing_ = true;
     std::array<asio::const_buffer, 7> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c), asio::buffer(d),
                                               asio::buffer(e), asio::buffer(f), asio::buffer(g)};
-    auto [ec, n] = co_await transport::write_now(client_, buffers);
+    std::size_t taken = 0;
+    boost::system::error_code ec;
+    if (auto settled = transport::write_at_once(client_, buffers, taken)) {
+        ec = settled->first;
+    } else {
+        auto [wec, n] = co_await transport::write_rest(client_, buffers, taken);
+        ec = wec;
+    }
     writing_ = false;
     if (write_gate_) write_gate_->cancel();
     // A failed client write is the client gone, as the watch would find it

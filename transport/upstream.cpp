@@ -161,8 +161,13 @@ Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::
     // goes through the stream, whose expiry bounds the wait.
     boost::system::error_code ec;
     if (auto* plain = std::get_if<Connection::Plain>(&c.stream_)) {
-        auto [wec, n] = co_await write_now(plain->socket(), *plain, buffers);
-        ec = wec;
+        std::size_t taken = 0;
+        if (auto settled = write_at_once(plain->socket(), buffers, taken)) {
+            ec = settled->first;
+        } else {
+            auto [wec, n] = co_await write_rest(*plain, buffers, taken);
+            ec = wec;
+        }
     } else {
         auto [wec, n] = co_await asio::async_write(std::get<Connection::Secure>(c.stream_), buffers, use_tuple);
         ec = wec;

@@ -16,30 +16,51 @@
 #include <boost/beast/core/buffers_suffix.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <utility>
 
 namespace modelproxy::transport {
 
-// Writes all of `buffers` to `socket`, then to `stream` (the same socket, or
-// a layer over it that bounds the wait, like Beast's basic_stream) what the
-// socket did not take at once. Only a socket set non_blocking(true) is tried
-// at once: a blocking one would stall the worker. Returns the error, if any,
-// and the bytes written.
+// The write's first step alone, a non-blocking send of all of `buffers` on
+// `socket`: the result when that settled it (every byte taken, or an error
+// other than would-block), nullopt when the rest must wait. `taken` is the
+// bytes the socket took. Only a socket set non_blocking(true) is tried: a
+// blocking one would stall the worker (then nothing is taken).
+//
+// Callers try this before awaiting write_rest: a coroutine called and awaited
+// costs a frame and two resumptions even when it never suspends, and nearly
+// every write here is settled by this step (issue 7).
+template <class Buffers>
+std::optional<std::pair<boost::system::error_code, std::size_t>> write_at_once(Socket& socket, const Buffers& buffers,
+                                                                              std::size_t& taken) {
+    taken = 0;
+    if (!socket.non_blocking()) return std::nullopt;
+    boost::system::error_code ec;
+    taken = socket.write_some(buffers, ec);
+    if (!ec && taken == boost::asio::buffer_size(buffers)) return std::pair{ec, taken};
+    if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again) return std::pair{ec, taken};
+    return std::nullopt;
+}
+
+// What write_at_once left: the bytes after the first `taken`, written to
+// `stream` (the same socket, or a layer over it that bounds the wait, like
+// Beast's basic_stream). Returns the error, if any, and all bytes written.
+template <class AsyncStream, class Buffers>
+Task<std::pair<boost::system::error_code, std::size_t>> write_rest(AsyncStream& stream, const Buffers& buffers,
+                                                                  std::size_t taken) {
+    boost::beast::buffers_suffix<Buffers> rest(buffers);
+    rest.consume(taken);
+    auto [ec, n] = co_await boost::asio::async_write(stream, rest, use_tuple);
+    co_return std::pair{ec, taken + n};
+}
+
+// Both steps, for the writes off the per-request path.
 template <class AsyncStream, class Buffers>
 Task<std::pair<boost::system::error_code, std::size_t>> write_now(Socket& socket, AsyncStream& stream,
                                                                  const Buffers& buffers) {
-    boost::system::error_code ec;
-    std::size_t n = 0;
-    if (socket.non_blocking()) {
-        n = socket.write_some(buffers, ec);
-        if (!ec && n == boost::asio::buffer_size(buffers)) co_return std::pair{ec, n};
-        if (ec && ec != boost::asio::error::would_block && ec != boost::asio::error::try_again)
-            co_return std::pair{ec, n};
-    }
-    boost::beast::buffers_suffix<Buffers> rest(buffers);
-    rest.consume(n);
-    auto [wec, m] = co_await boost::asio::async_write(stream, rest, use_tuple);
-    co_return std::pair{wec, n + m};
+    std::size_t taken = 0;
+    if (auto settled = write_at_once(socket, buffers, taken)) co_return *settled;
+    co_return co_await write_rest(stream, buffers, taken);
 }
 
 // The same, on a bare socket (its rest waits unbounded, or as the caller's
