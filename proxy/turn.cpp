@@ -58,7 +58,15 @@ Task<TurnRun::Attempt> TurnRun::open_and_send() {
         }
         a.exchange.emplace(*a.connection);
         if (plan_.head_request) a.exchange->expect_no_body();
-        a.fault = co_await a.exchange->send(plan_.upstream_head, plan_.body, plan_.deadline);
+        // The send and the body below try what needs no wait first, outside
+        // a coroutine: a coroutine awaited costs its frame and two
+        // resumptions even when it never suspends (issue 7).
+        std::size_t taken = 0;
+        if (auto settled = a.exchange->send_at_once(plan_.upstream_head, plan_.body, taken)) {
+            a.fault = *settled;
+        } else {
+            a.fault = co_await a.exchange->send_rest(plan_.upstream_head, plan_.body, taken, plan_.deadline);
+        }
         if (a.fault == Fault::none) a.fault = co_await a.exchange->read_head(plan_.deadline);
         if (a.fault != Fault::stale_connection) co_return a;
         a.exchange.reset();
@@ -94,7 +102,11 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
             body.clear();
             Fault fault = Fault::none;
             for (bool done = false; !done;) {
-                fault = co_await ex.read_some(body, done, plan_.deadline, Fault::deadline);
+                if (auto buffered = ex.body_from_buffer(body, nullptr, done)) {
+                    fault = *buffered;
+                } else {
+                    fault = co_await ex.read_some(body, done, plan_.deadline, Fault::deadline);
+                }
                 if (watch_cut()) co_return AttemptEnd{true, false};
                 if (fault == Fault::none &&
                     static_cast<std::int64_t>(body.size()) > limits_.max_response_body_bytes)

@@ -153,32 +153,40 @@ void Exchange::end() {
 
 void Exchange::expect_no_body() { no_body_ = true; }
 
-Task<Fault> Exchange::send(std::string_view head, std::string_view body, Clock::time_point deadline) {
+Fault Exchange::send_fault(const boost::system::error_code& ec) {
+    if (!ec) return Fault::none;
+    failed_ = true;
+    if (ec == beast::error::timeout) return Fault::deadline;
+    // A request that could not be written on a reused connection never reached
+    // a live server: re-send it on a new one (SPEC section 4).
+    if (connection_->reused()) return Fault::stale_connection;
+    return Fault::dropped_before_head;
+}
+
+std::optional<Fault> Exchange::send_at_once(std::string_view head, std::string_view body, std::size_t& taken) {
+    taken = 0;
+    auto* plain = std::get_if<Connection::Plain>(&connection_->stream_);
+    if (!plain) return std::nullopt;
+    std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
+    if (auto settled = write_at_once(plain->socket(), buffers, taken)) return send_fault(settled->first);
+    return std::nullopt;
+}
+
+Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, std::size_t taken,
+                                Clock::time_point deadline) {
     Connection& c = *connection_;
+    // The stream's expiry bounds the wait.
     c.tcp().expires_at(deadline);
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
-    // Plain TCP tries the socket at once (write_now.hpp); the rest, if any,
-    // goes through the stream, whose expiry bounds the wait.
     boost::system::error_code ec;
     if (auto* plain = std::get_if<Connection::Plain>(&c.stream_)) {
-        std::size_t taken = 0;
-        if (auto settled = write_at_once(plain->socket(), buffers, taken)) {
-            ec = settled->first;
-        } else {
-            auto [wec, n] = co_await write_rest(*plain, buffers, taken);
-            ec = wec;
-        }
+        auto [wec, n] = co_await write_rest(*plain, buffers, taken);
+        ec = wec;
     } else {
         auto [wec, n] = co_await asio::async_write(std::get<Connection::Secure>(c.stream_), buffers, use_tuple);
         ec = wec;
     }
-    if (!ec) co_return Fault::none;
-    failed_ = true;
-    if (ec == beast::error::timeout) co_return Fault::deadline;
-    // A request that could not be written on a reused connection never reached
-    // a live server: re-send it on a new one (SPEC section 4).
-    if (c.reused()) co_return Fault::stale_connection;
-    co_return Fault::dropped_before_head;
+    co_return send_fault(ec);
 }
 
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
@@ -256,41 +264,40 @@ bool Exchange::event_stream() const {
     return policy::iequals(trim(type.substr(0, semi)), "text/event-stream");
 }
 
-Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
-                                Fault on_timeout) {
+std::optional<Fault> Exchange::body_from_buffer(std::string& out, std::string_view* piece, bool& done) {
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
     done = false;
     if (piece) *piece = {};
     if (parser.is_done()) {
         done = true;
-        co_return Fault::none;
+        return Fault::none;
     }
-    auto& body = parser.body();
-    body.start(c.body_buffer().data(), c.body_buffer().size());
+    parser.body().start(c.body_buffer().data(), c.body_buffer().size());
     // Bytes already read (with the head, or past the last piece) are parsed
-    // first, without I/O; only when they give nothing does this wait.
+    // without I/O; only when they give nothing must a read wait.
     boost::system::error_code ec;
-    if (!put_buffered(parser, c.buffer(), ec)) {
-        c.bound_read(until);
-        auto [result, n] = co_await c.read_visit([&](auto& stream) {
-            return http::async_read_some(stream, c.buffer(), parser, use_tuple);
-        });
-        ec = c.end_read(result);
-        if (ec == http::error::need_buffer) ec = {};
-    }
+    if (!put_buffered(parser, c.buffer(), ec)) return std::nullopt;
+    return take_piece(ec, out, piece, done, Fault::deadline);
+}
+
+Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::string_view* piece, bool& done,
+                           Fault on_timeout) {
+    Connection& c = *connection_;
+    ResponseParser& parser = *c.parser_;
     if (ec) {
         failed_ = true;
-        if (ec == beast::error::timeout) co_return on_timeout;
+        if (ec == beast::error::timeout) return on_timeout;
         // A drop, or framing that is not HTTP (a bad chunk size, a chunk
         // longer than its size): either way the body broke after its head.
-        co_return Fault::dropped_in_body;
+        return Fault::dropped_in_body;
     }
+    auto& body = parser.body();
     if (c.inflater_) {
         const std::size_t before = out.size();
         if (!c.inflater_->feed(body.piece, out)) {
             failed_ = true;
-            co_return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
+            return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
         }
         if (piece) *piece = std::string_view(out).substr(before);
     } else if (piece) {
@@ -303,7 +310,21 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
     // after the head's (answer_parser.hpp): scanned again, as a lookup after
     // the body would see them.
     if (done && parser.chunked()) c.fields_ = scan_response(parser.head());
-    co_return Fault::none;
+    return Fault::none;
+}
+
+Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
+                                Fault on_timeout) {
+    if (auto buffered = body_from_buffer(out, piece, done)) co_return *buffered;
+    Connection& c = *connection_;
+    ResponseParser& parser = *c.parser_;
+    c.bound_read(until);
+    auto [result, n] = co_await c.read_visit([&](auto& stream) {
+        return http::async_read_some(stream, c.buffer(), parser, use_tuple);
+    });
+    boost::system::error_code ec = c.end_read(result);
+    if (ec == http::error::need_buffer) ec = {};
+    co_return take_piece(ec, out, piece, done, on_timeout);
 }
 
 bool Exchange::reusable() const {

@@ -179,8 +179,15 @@ public:
     // The request was HEAD: the answer has no body whatever its headers say.
     void expect_no_body();
 
-    // Writes `head` (the serialized request head) then `body`.
-    Task<Fault> send(std::string_view head, std::string_view body, Clock::time_point deadline);
+    // Writes `head` (the serialized request head) then `body`, in two steps.
+    // send_at_once, a non-blocking send on a plain connection
+    // (write_now.hpp), returns the fault (none when all was sent) when that
+    // settled it, and nullopt when the rest must wait: send_rest then writes
+    // what is left after the `taken` bytes, bounded by `deadline`. A TLS
+    // connection always goes to send_rest.
+    std::optional<Fault> send_at_once(std::string_view head, std::string_view body, std::size_t& taken);
+    Task<Fault> send_rest(std::string_view head, std::string_view body, std::size_t taken,
+                          Clock::time_point deadline);
 
     // Reads the response head, consuming 1xx answers. Fails with
     // stale_connection when the connection was reused and died before any
@@ -192,6 +199,12 @@ public:
     // a chunked body's trailers are added once the body is complete.
     const ResponseFields& fields() const;
     bool event_stream() const;  // content type text/event-stream
+
+    // The next piece of the body from bytes already read, as read_some and
+    // read_piece give it (`piece` null or not), without I/O and without a
+    // coroutine; nullopt when there are none and a read must wait (issue 7:
+    // a small answer's body nearly always arrives with its head).
+    std::optional<Fault> body_from_buffer(std::string& out, std::string_view* piece, bool& done);
 
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
     // end of the body. The read is bounded by `until`; when it fires the fault
@@ -218,6 +231,12 @@ private:
     // read costs one frame.
     Task<Fault> read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
                           Fault on_timeout);
+    // The body parser's piece, after a read that ended with `ec`: appended
+    // to out or viewed by piece, decoded when the body is compressed.
+    // The fault a request write that ended with `ec` makes (none on success).
+    Fault send_fault(const boost::system::error_code& ec);
+    Fault take_piece(boost::system::error_code ec, std::string& out, std::string_view* piece, bool& done,
+                     Fault on_timeout);
     void end();
     Connection* connection_;  // null once moved from
     bool failed_ = false;
