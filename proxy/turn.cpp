@@ -125,8 +125,14 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
                 failed.refusal = true;
             } else if (status >= 200 && status < 300) {
                 if (!check_body(ex, body, failed)) {
-                    const bool open = co_await answer_success(a, body);
-                    co_return AttemptEnd{true, open};
+                    if (head_out_) {
+                        const bool open = co_await refuse_after_hold();
+                        co_return AttemptEnd{true, open};
+                    }
+                    std::size_t taken = 0;
+                    if (auto open = answer_success(a, body, taken)) co_return AttemptEnd{true, *open};
+                    const bool written = co_await finish_write(answer_buffers(body), taken);
+                    co_return AttemptEnd{true, written && keep_alive()};
                 }
             } else {
                 auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});

@@ -47,24 +47,47 @@ std::string closing_error_event(policy::Endpoint endpoint, std::string_view mess
 // time, whole, so their bytes never interleave.
 Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_view c, std::string_view d,
                           std::string_view e, std::string_view f, std::string_view g) {
-    while (writing_) {
-        if (!write_gate_) write_gate_.emplace(client_.get_executor());
-        write_gate_->expires_at(Timer::time_point::max());
-        co_await write_gate_->async_wait(use_tuple);
-        if (co_await cut()) co_return false;
-    }
-    if (client_gone_) co_return false;
-    writing_ = true;
     std::array<asio::const_buffer, 7> buffers{asio::buffer(a), asio::buffer(b), asio::buffer(c), asio::buffer(d),
                                               asio::buffer(e), asio::buffer(f), asio::buffer(g)};
     std::size_t taken = 0;
-    boost::system::error_code ec;
-    if (auto settled = transport::write_at_once(client_, buffers, taken)) {
-        ec = settled->first;
-    } else {
-        auto [wec, n] = co_await transport::write_rest(client_, buffers, taken);
-        ec = wec;
+    if (auto settled = write_at_once(buffers, taken)) co_return *settled;
+    co_return co_await finish_write(buffers, taken);
+}
+
+template <std::size_t N>
+std::optional<bool> TurnRun::write_at_once(const std::array<asio::const_buffer, N>& buffers, std::size_t& taken) {
+    if (writing_ || client_gone_) {
+        taken = not_started;
+        return std::nullopt;
     }
+    writing_ = true;
+    taken = 0;
+    if (auto settled = transport::write_at_once(client_, buffers, taken)) return wrote(settled->first);
+    return std::nullopt;
+}
+
+template <std::size_t N>
+Task<bool> TurnRun::finish_write(std::array<asio::const_buffer, N> buffers, std::size_t taken) {
+    if (taken == not_started) {
+        while (writing_) {
+            if (!write_gate_) write_gate_.emplace(client_.get_executor());
+            write_gate_->expires_at(Timer::time_point::max());
+            co_await write_gate_->async_wait(use_tuple);
+            if (co_await cut()) co_return false;
+        }
+        if (client_gone_) co_return false;
+        writing_ = true;
+        taken = 0;
+        if (auto settled = transport::write_at_once(client_, buffers, taken)) co_return wrote(settled->first);
+    }
+    auto [ec, n] = co_await transport::write_rest(client_, buffers, taken);
+    co_return wrote(ec);
+}
+
+// The whole-body answer's rest (try_attempt, in turn.cpp).
+template Task<bool> TurnRun::finish_write<2>(std::array<asio::const_buffer, 2> buffers, std::size_t taken);
+
+bool TurnRun::wrote(const boost::system::error_code& ec) {
     writing_ = false;
     if (write_gate_) write_gate_->cancel();
     // A failed client write is the client gone, as the watch would find it
@@ -75,7 +98,7 @@ Task<bool> TurnRun::write(std::string_view a, std::string_view b, std::string_vi
         client_gone_ = true;
         watch_.cut(TurnWatch::Reason::client_left);
     }
-    co_return !ec;
+    return !ec;
 }
 
 Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view data_more, std::string_view head,
@@ -308,17 +331,21 @@ Task<bool> TurnRun::digest_mismatch() {
     co_return ok && keep_alive();
 }
 
-Task<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
+Task<bool> TurnRun::refuse_after_hold() {
+    Failed refused;
+    refused.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "not-a-stream"};
+    refused.code = "not_a_stream";
+    refused.message = "the upstream answered 200 without a stream";
+    refused.refusal = true;
+    co_return co_await end_turn(refused, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
+}
+
+std::array<asio::const_buffer, 2> TurnRun::answer_buffers(const std::string& body) const {
+    return {asio::buffer(plan_.head_text), asio::buffer(plan_.head_request ? std::string_view{} : std::string_view(body))};
+}
+
+std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body, std::size_t& taken) {
     transport::Exchange& ex = *a.exchange;
-    if (head_out_) {
-        // The hold limit sent a stream head; a whole-body answer cannot follow it.
-        Failed refused;
-        refused.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "not-a-stream"};
-        refused.code = "not_a_stream";
-        refused.message = "the upstream answered 200 without a stream";
-        refused.refusal = true;
-        co_return co_await end_turn(refused, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
-    }
     ending_ = true;
     first_byte_at_ = Clock::now();
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
@@ -331,9 +358,9 @@ Task<bool> TurnRun::answer_success(Attempt& a, const std::string& body) {
     published_ = true;
     record_attempt_and_turn(status, "ok", "ok", status, nullptr, "");
     plan_.head_text = head.finish();
-    const std::string_view body_out = plan_.head_request ? std::string_view{} : std::string_view(body);
-    const bool ok = co_await write(plan_.head_text, body_out);
-    co_return ok && keep_alive();
+    const auto settled = write_at_once(answer_buffers(body), taken);
+    if (!settled) return std::nullopt;
+    return *settled && keep_alive();
 }
 
 }  // namespace modelproxy::proxy

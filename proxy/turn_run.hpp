@@ -155,6 +155,20 @@ private:
     // a stream's head, events and last chunk go out together when they can.
     Task<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {}, std::string_view d = {},
                      std::string_view e = {}, std::string_view f = {}, std::string_view g = {});
+    // write in two steps, for a caller that needs no coroutine when the
+    // client takes every byte at once (the whole-body answer). write_at_once
+    // starts the write when none is in flight, holding the gate, and sends
+    // what the socket takes: the write's result when that settled it. Else
+    // nullopt, and finish_write(buffers, taken) must be awaited: it writes the
+    // rest after `taken` bytes, or, when `taken` is not_started (a write was
+    // in flight, or the client is gone), the whole write as write() does.
+    static constexpr std::size_t not_started = static_cast<std::size_t>(-1);
+    template <std::size_t N>
+    std::optional<bool> write_at_once(const std::array<asio::const_buffer, N>& buffers, std::size_t& taken);
+    template <std::size_t N>
+    Task<bool> finish_write(std::array<asio::const_buffer, N> buffers, std::size_t taken);
+    // A client write ended with `ec`: the gate opens; an error is the client gone.
+    bool wrote(const boost::system::error_code& ec);
     // `data` then `data_more` as one chunk (nothing when both are empty),
     // after `head` and `head_body` and before `after`, in one write.
     Task<bool> write_chunk(std::string_view data, std::string_view data_more = {}, std::string_view head = {},
@@ -171,7 +185,15 @@ private:
         bool stream = false;
     };
     void end_answer(Ending& end, Failed& failed, const policy::Decision& decision, bool after_wait);
-    Task<bool> answer_success(Attempt& a, const std::string& body);
+    // A whole 200 body that passed the boundary checks: its head is built,
+    // the records written and the answer sent as far as the socket takes it
+    // at once (write_at_once). The answer's result when that settled it, else
+    // nullopt: try_attempt then awaits finish_write(answer_buffers(), taken).
+    // Not a coroutine (issue 7: most answers go out whole at once).
+    std::optional<bool> answer_success(Attempt& a, const std::string& body, std::size_t& taken);
+    std::array<asio::const_buffer, 2> answer_buffers(const std::string& body) const;
+    // The hold limit sent a stream head before a whole-body answer came: refused.
+    Task<bool> refuse_after_hold();
     Task<bool> digest_mismatch();
     void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                         std::string_view decision, std::int64_t delay_ms);

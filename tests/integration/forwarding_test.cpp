@@ -255,6 +255,32 @@ TEST_CASE("the upstream request body is byte-identical to the client's", "[forwa
     CHECK(up.header("content-type") == "application/json");
 }
 
+// Bodies larger than a loopback socket takes at once: the request's send and
+// the answer's write each finish after a wait (the proxy tries both without
+// waiting first: transport/write_now.hpp), and the answer's body is read in
+// many pieces.
+TEST_CASE("a 12 MiB request and a 12 MiB answer pass whole and byte-identical", "[forwarding]") {
+    const std::string filler(12 * 1024 * 1024, 'x');
+    const std::string request = R"({"model":"gpt-4o-mini","messages":[{"role":"user","content":")" + filler + "\"}]}";
+    std::string answer = chat_answer();
+    answer.insert(answer.find("hello"), filler);
+    FakeProvider fake;
+    fake.push(Script::json(200, answer));
+    auto proxy = start_proxy(one_route(fake));
+
+    const Response r = proxy->client().post_json("/v1/chat/completions", request);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body.size() == answer.size());
+    CHECK(r.body == answer);
+    REQUIRE(fake.wait_for_requests(1, bound));
+    CHECK(fake.requests()[0].body.size() == request.size());
+    CHECK(fake.requests()[0].body == request);
+    const auto turn = turn_record(*proxy);
+    REQUIRE(turn);
+    CHECK(turn->str("outcome") == "ok");
+}
+
 TEST_CASE("upstream_model rewriting changes only the bytes of the model value", "[forwarding]") {
     FakeProvider fake;
     fake.push(Script::json(200, chat_answer("gpt-4o-mini-2024-07-18")));
