@@ -49,9 +49,10 @@ private:
                       std::string_view message = {});
     enum class ReadOutcome { request, close };
     Task<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
-    // Answers the request (a turn when it is forwarded). Returns whether the
-    // connection stays open.
-    Task<bool> handle(Request& req, ForwardPlan& plan);
+    // Writes the proxy's own answer to a request prepare() did not forward
+    // (a refusal, a local or metrics answer). Returns whether the connection
+    // stays open.
+    Task<bool> answer_reply(const Reply& reply, const ForwardPlan& plan);
     void record_refusal(std::string_view request_id, std::string_view code, unsigned status);
 
     Worker& worker_;
@@ -241,14 +242,24 @@ Task<void> Session::run() {
         first = false;
         RequestSlot& slot = *slot_;
         if (co_await read_request(slot, limits, read_timer) == ReadOutcome::close) co_return;
-        const bool stays_open = co_await handle(slot.parser->get(), slot.plan);
+        // A forwarded request goes straight to its turn; only the proxy's own
+        // answers go through answer_reply. One coroutine less per turn (issue
+        // 7: a coroutine awaited costs its frame and two resumptions).
+        bool stays_open = false;
+        {
+            Reply reply = prepare(worker_.shared(), slot.parser->get(), slot.plan);
+            if (reply.kind == Reply::Kind::forward) {
+                stays_open = co_await run_turn(worker_, socket_, slot.plan, cut_);
+            } else {
+                stays_open = co_await answer_reply(reply, slot.plan);
+            }
+        }
         slot.parser.reset();
         if (!stays_open) co_return;
     }
 }
 
-Task<bool> Session::handle(Request& req, ForwardPlan& plan) {
-    Reply reply = prepare(worker_.shared(), req, plan);
+Task<bool> Session::answer_reply(const Reply& reply, const ForwardPlan& plan) {
     const bool keep_alive = reply.keep_alive;
     const std::string_view request_id = reply.with_id ? std::string_view(plan.request_id) : std::string_view();
     bool open = false;
@@ -258,7 +269,7 @@ Task<bool> Session::handle(Request& req, ForwardPlan& plan) {
         case Reply::Kind::metrics:
             open = co_await answer(reply.answer, keep_alive, "", "", metrics_content_type);
             break;
-        case Reply::Kind::forward: open = co_await run_turn(worker_, socket_, plan, cut_); break;
+        case Reply::Kind::forward: break;  // Session::run runs the turn
     }
     co_return open;
 }
