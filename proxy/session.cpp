@@ -138,14 +138,17 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     RequestHeadParser& head_parser = slot.head_parser.emplace();
     head_parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
-    read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
     {
         boost::system::error_code ec;
+        bool timed_out = false;
         if (!transport::parse_buffered(head_parser, buffer, transport::ParseUntil::head, ec)) {
+            // Armed only for a head not yet whole (most arrive in one read):
+            // the same deadline, and no clock reading when none is needed.
+            read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
             auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
             ec = read_ec;
+            timed_out = read_timer.disarm();
         }
-        const bool timed_out = read_timer.disarm();
         if (ec) {
             if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
             co_return ReadOutcome::close;

@@ -39,7 +39,7 @@ Task<TurnRun::Attempt> TurnRun::open_and_send() {
     transport::Target target{&route_.upstream, plan_.runtime->tls[plan_.route_index].context.get(),
                              std::chrono::milliseconds(route_.connect_timeout_ms)};
     auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
-    a.connection = pool.take();
+    a.connection = pool.take(attempt_started_);
     note_idle(pool);
     auto& busy = worker_.counters(slot_).busy_connections;
     if (a.connection) a.busy.hold(busy);
@@ -168,7 +168,9 @@ Task<bool> TurnRun::run() {
         // Declared here, not in try_attempt: an attempt's connection stays
         // with the turn until the decision and any wait are over.
         Attempt a;
-        attempt_started_ = Clock::now();
+        // Attempt 1 starts with the turn (prepare() read the clock a few
+        // microseconds ago); a replay reads it again.
+        attempt_started_ = attempts_ == 1 ? plan_.started : Clock::now();
         const AttemptEnd end = co_await try_attempt(a, failed);
         if (end.answered) co_return end.keep_alive;
 
@@ -278,7 +280,7 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
     return false;
 }
 
-void TurnRun::give_back(Attempt& a) {
+void TurnRun::give_back(Attempt& a, Clock::time_point now) {
     a.exchange.reset();
     a.busy.release();
     // A turn of a config generation that a reload replaced finds its pool
@@ -288,7 +290,7 @@ void TurnRun::give_back(Attempt& a) {
         a.connection.reset();
         return;
     }
-    pool->give_back(std::move(a.connection));
+    pool->give_back(std::move(a.connection), now);
     note_idle(*pool);
 }
 

@@ -115,8 +115,8 @@ Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view data_mor
 }
 
 AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::Classification* c,
-                                      std::string_view code, std::string_view decision,
-                                      std::int64_t delay_ms) const {
+                                      std::string_view code, std::string_view decision, std::int64_t delay_ms,
+                                      Clock::time_point now) const {
     AttemptRecord r;
     r.request_id = plan_.request_id;
     r.route = route_.name;
@@ -133,14 +133,14 @@ AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::C
     r.code = code;
     r.decision = decision;
     r.delay_ms = delay_ms;
-    r.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan_.deadline));
+    r.remaining_ms = std::max<std::int64_t>(0, ms_between(now, plan_.deadline));
     r.digest = digest_;
     return r;
 }
 
 TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> status,
-                                const policy::Classification* c, std::string_view code,
-                                std::string_view bound) const {
+                                const policy::Classification* c, std::string_view code, std::string_view bound,
+                                Clock::time_point now) const {
     TurnRecord r;
     r.request_id = plan_.request_id;
     r.route = route_.name;
@@ -153,30 +153,31 @@ TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> sta
     r.status = status;
     r.stream = plan_.wants_stream;
     r.published = published_;
-    r.duration_ms = ms_between(plan_.started, Clock::now());
+    r.duration_ms = ms_between(plan_.started, now);
     if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
     return r;
 }
 
 void TurnRun::record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                              std::string_view decision, std::int64_t delay_ms) {
-    worker_.write_attempt(slot_, attempt_record(status, c, code, decision, delay_ms),
-                          ms_between(attempt_started_, Clock::now()));
+    const auto now = Clock::now();
+    worker_.write_attempt(slot_, attempt_record(status, c, code, decision, delay_ms, now),
+                          ms_between(attempt_started_, now));
 }
 
 void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
                           std::string_view code, std::string_view bound) {
     recorded_ = true;
-    worker_.write_turn(slot_, turn_record(outcome, status, c, code, bound));
+    worker_.write_turn(slot_, turn_record(outcome, status, c, code, bound, Clock::now()));
 }
 
 void TurnRun::record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
                                       std::string_view outcome, std::optional<int> status,
-                                      const policy::Classification* c, std::string_view code) {
+                                      const policy::Classification* c, std::string_view code,
+                                      Clock::time_point now) {
     recorded_ = true;
-    worker_.write_attempt_and_turn(slot_, attempt_record(attempt_status, c, code, decision, 0),
-                                   ms_between(attempt_started_, Clock::now()),
-                                   turn_record(outcome, status, c, code, ""));
+    worker_.write_attempt_and_turn(slot_, attempt_record(attempt_status, c, code, decision, 0, now),
+                                   ms_between(attempt_started_, now), turn_record(outcome, status, c, code, "", now));
 }
 
 // The drain limit ended the turn (SPEC section 11). A stream whose head is
@@ -347,16 +348,19 @@ std::array<asio::const_buffer, 2> TurnRun::answer_buffers(const std::string& bod
 std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body, std::size_t& taken) {
     transport::Exchange& ex = *a.exchange;
     ending_ = true;
-    first_byte_at_ = Clock::now();
+    // One clock reading for the answer's first byte, the connection's idle
+    // start and both records: they are the same moment to a microsecond.
+    const auto now = Clock::now();
+    first_byte_at_ = now;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
     head.add_modelproxy(attempts_, plan_.request_id);
     if (!plan_.head_request) head.content_length(body.size());
     if (!keep_alive()) head.add("connection", "close");
     const int status = static_cast<int>(ex.head().result_int());
-    if (ex.reusable()) give_back(a);  // destroys the exchange: `ex` is not used after this
+    if (ex.reusable()) give_back(a, now);  // destroys the exchange: `ex` is not used after this
     published_ = true;
-    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "");
+    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "", now);
     plan_.head_text = head.finish();
     const auto settled = write_at_once(answer_buffers(body), taken);
     if (!settled) return std::nullopt;

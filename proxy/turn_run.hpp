@@ -118,7 +118,7 @@ private:
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
     static Failed refusal(std::string_view rule, std::string_view code, std::string_view message,
                           policy::ErrorClass cls);
-    void give_back(Attempt& a);
+    void give_back(Attempt& a, Clock::time_point now = Clock::now());
     // The idle gauge of this route's pool, after the pool changed.
     void note_idle(const transport::Pool& pool) {
         worker_.counters(plan_.runtime->idle_slots[plan_.route_index])
@@ -203,11 +203,13 @@ private:
     // both records in one write.
     void record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
                                  std::string_view outcome, std::optional<int> status,
-                                 const policy::Classification* c, std::string_view code);
+                                 const policy::Classification* c, std::string_view code,
+                                 Clock::time_point now = Clock::now());
+    // The records as they stand at `now`.
     AttemptRecord attempt_record(std::optional<int> status, const policy::Classification* c, std::string_view code,
-                                 std::string_view decision, std::int64_t delay_ms) const;
+                                 std::string_view decision, std::int64_t delay_ms, Clock::time_point now) const;
     TurnRecord turn_record(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
-                           std::string_view code, std::string_view bound) const;
+                           std::string_view code, std::string_view bound, Clock::time_point now) const;
 
     bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
     // True once the client watcher has won the race: the turn then stops at

@@ -107,8 +107,7 @@ boost::system::error_code Connection::end_read(boost::system::error_code ec) {
     return cut && ec == asio::error::operation_aborted ? beast::error::timeout : ec;
 }
 
-std::unique_ptr<Connection> Pool::take() {
-    const auto now = Clock::now();
+std::unique_ptr<Connection> Pool::take(Clock::time_point now) {
     while (!idle_.empty()) {
         auto connection = std::move(idle_.back());
         idle_.pop_back();
@@ -120,9 +119,9 @@ std::unique_ptr<Connection> Pool::take() {
     return nullptr;
 }
 
-void Pool::give_back(std::unique_ptr<Connection> connection) {
+void Pool::give_back(std::unique_ptr<Connection> connection, Clock::time_point now) {
     if (idle_.size() >= max_idle) idle_.pop_front();
-    connection->set_idle_since(Clock::now());
+    connection->set_idle_since(now);
     idle_.push_back(std::move(connection));
 }
 

@@ -155,8 +155,8 @@ public:
     static constexpr auto max_idle_age = std::chrono::seconds(50);
     static constexpr std::size_t max_idle = 128;
 
-    std::unique_ptr<Connection> take();
-    void give_back(std::unique_ptr<Connection> connection);
+    std::unique_ptr<Connection> take(Clock::time_point now = Clock::now());
+    void give_back(std::unique_ptr<Connection> connection, Clock::time_point now = Clock::now());
     std::size_t idle() const { return idle_.size(); }
 
 private:
