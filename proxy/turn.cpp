@@ -34,54 +34,56 @@ policy::Transport transport_of(Fault fault) {
     }
 }
 
-Task<TurnRun::Attempt> TurnRun::open_and_send() {
-    Attempt a;
-    transport::Target target{&route_.upstream, plan_.runtime->tls[plan_.route_index].context.get(),
-                             std::chrono::milliseconds(route_.connect_timeout_ms)};
-    auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
-    a.connection = pool.take(attempt_started_);
-    note_idle(pool);
-    auto& busy = worker_.counters(slot_).busy_connections;
-    if (a.connection) a.busy.hold(busy);
-    // A reused connection that fails before any response byte is re-sent at
-    // once on a new one; that does not count as an attempt (SPEC section 4).
-    for (int round = 0; round < 2; ++round) {
-        if (!a.connection) {
-            auto connected = co_await transport::connect(target, plan_.deadline);
-            if (connected.fault != Fault::none) {
-                a.fault = connected.fault;
-                a.detail = std::move(connected.detail);
-                co_return a;
-            }
-            a.connection = std::move(connected.connection);
-            a.busy.hold(busy);
-        }
-        a.exchange.emplace(*a.connection);
-        if (plan_.head_request) a.exchange->expect_no_body();
-        // The send and the body below try what needs no wait first, outside
-        // a coroutine: a coroutine awaited costs its frame and two
-        // resumptions even when it never suspends (issue 7).
-        std::size_t taken = 0;
-        if (auto settled = a.exchange->send_at_once(plan_.upstream_head, plan_.body, taken)) {
-            a.fault = *settled;
-        } else {
-            a.fault = co_await a.exchange->send_rest(plan_.upstream_head, plan_.body, taken, plan_.deadline);
-        }
-        if (a.fault == Fault::none) a.fault = co_await a.exchange->read_head(plan_.deadline);
-        if (a.fault != Fault::stale_connection) co_return a;
-        a.exchange.reset();
-        a.connection.reset();
-        a.busy.release();
-    }
-    a.fault = Fault::dropped_before_head;
-    co_return a;
-}
-
 // One attempt: sent, and its answer relayed (the turn is then answered) or
 // read into `failed` for run()'s decision. Its own coroutine so that neither
 // frame grows past the 1020 bytes Asio recycles (issue 2).
 Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
-    a = co_await open_and_send();
+    // Opened, sent and the head read here, not in a coroutine of its own: a
+    // coroutine awaited costs its frame and two resumptions (issue 7).
+    {
+        transport::Target target{&route_.upstream, plan_.runtime->tls[plan_.route_index].context.get(),
+                                 std::chrono::milliseconds(route_.connect_timeout_ms)};
+        auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
+        a.connection = pool.take(attempt_started_);
+        note_idle(pool);
+        auto& busy = worker_.counters(slot_).busy_connections;
+        if (a.connection) a.busy.hold(busy);
+        // A reused connection that fails before any response byte is re-sent at
+        // once on a new one; that does not count as an attempt (SPEC section 4).
+        bool settled = false;
+        for (int round = 0; round < 2 && !settled; ++round) {
+            if (!a.connection) {
+                auto connected = co_await transport::connect(target, plan_.deadline);
+                if (connected.fault != Fault::none) {
+                    a.fault = connected.fault;
+                    a.detail = std::move(connected.detail);
+                    settled = true;
+                    break;
+                }
+                a.connection = std::move(connected.connection);
+                a.busy.hold(busy);
+            }
+            a.exchange.emplace(*a.connection);
+            if (plan_.head_request) a.exchange->expect_no_body();
+            // The send and the body below try what needs no wait first, outside
+            // a coroutine (issue 7).
+            std::size_t taken = 0;
+            if (auto sent = a.exchange->send_at_once(plan_.upstream_head, plan_.body, taken)) {
+                a.fault = *sent;
+            } else {
+                a.fault = co_await a.exchange->send_rest(plan_.upstream_head, plan_.body, taken, plan_.deadline);
+            }
+            if (a.fault == Fault::none) a.fault = co_await a.exchange->read_head(plan_.deadline);
+            if (a.fault != Fault::stale_connection) {
+                settled = true;
+                break;
+            }
+            a.exchange.reset();
+            a.connection.reset();
+            a.busy.release();
+        }
+        if (!settled) a.fault = Fault::dropped_before_head;
+    }
     if (watch_cut()) co_return AttemptEnd{true, false};
     if (a.fault != Fault::none) {
         failed = transport_failure(a.fault);

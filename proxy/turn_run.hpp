@@ -111,7 +111,6 @@ private:
     };
 
     // turn.cpp: the attempt loop.
-    Task<Attempt> open_and_send();
     Task<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
     Failed transport_failure(transport::Fault fault);
     // True when the body is refused; `failed` then says why.
