@@ -84,6 +84,7 @@ public:
     Connection(Secure secure);
 
     TcpStream& tcp();
+    bool is_plain() const { return std::holds_alternative<Plain>(stream_); }
     template <class F>
     decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream_); }
     // f(stream) for the reads of an answer: the bare socket for plain TCP

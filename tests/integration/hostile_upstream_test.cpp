@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 using namespace modelproxy::test;
@@ -197,6 +198,42 @@ TEST_CASE("a body longer than its Content-Length: the extra bytes never answer t
     const auto requests = fake.requests();
     CHECK(requests[0].connection_id != requests[1].connection_id);  // the first connection was not reused
     CHECK(fake.wait_for_peer_close(0, bound));
+    check_healthy(fake, *proxy);
+}
+
+// The same forged answer written a moment later, while the connection waits
+// in the pool: the proxy has read the whole first answer and seen nothing
+// after it, so only what it learns of the idle connection before reusing it
+// (a peek, or the reactor reporting it readable) keeps the forged bytes from
+// answering the next request.
+TEST_CASE("an answer nobody asked for, sent to an idle pooled connection, never answers the next request",
+          "[hostile]") {
+    FakeProvider fake;
+    auto proxy = start_proxy_to(fake.base_url("/v1"));
+    const std::string first = chat_answer("first");
+    const std::string forged = chat_answer("forged");
+    Headers first_headers{{"Content-Type", "application/json"}, {"Content-Length", std::to_string(first.size())}};
+    Headers forged_headers{{"Content-Type", "application/json"}, {"Content-Length", std::to_string(forged.size())}};
+    fake.push(Script{}
+                  .write(format_response_head(200, first_headers) + first)
+                  .sleep(std::chrono::milliseconds(100))
+                  .write(format_response_head(200, forged_headers) + forged));
+    fake.push(Script::json(200, chat_answer("second")));
+
+    const Response one = post(*proxy, "late-forged-1");
+    CAPTURE(one.wire);
+    REQUIRE(one.ok());
+    CHECK(one.body == first);
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the forged answer is sent meanwhile
+
+    const Response two = post(*proxy, "late-forged-2");
+    CAPTURE(two.wire);
+    REQUIRE(two.ok());
+    CHECK(two.status == 200);
+    CHECK(two.body == chat_answer("second"));
+    REQUIRE(fake.request_count() == 2);
+    const auto requests = fake.requests();
+    CHECK(requests[0].connection_id != requests[1].connection_id);
     check_healthy(fake, *proxy);
 }
 
