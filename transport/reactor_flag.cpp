@@ -1,6 +1,8 @@
 #include "transport/reactor_flag.hpp"
 
 #include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/reactor.hpp>
+#include <boost/version.hpp>
 
 #include <type_traits>
 

@@ -34,20 +34,17 @@ bool is_drop(const boost::system::error_code& ec) {
 // close) mean it must not carry another request: they would be read as that
 // request's answer.
 //
-// On a plain connection, the reactor's read flag (reactor_flag.hpp) answers
-// without the peek when nothing has been reported readable since its last
-// read drained it; once the peek has found it empty, the flag is cleared, so
-// that the answer's first read waits for readiness without a recv() that
-// would find nothing. Two system calls fewer per request (issue 7).
+// On a plain connection, once the peek has found it empty (no byte, no end,
+// no error), the reactor's read flag is cleared (reactor_flag.hpp): the
+// answer's first read then waits for readiness without a recv() that would
+// find nothing, one system call fewer per request (issue 7).
 bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
     Socket& socket = c.tcp().socket();
-    const bool plain = c.is_plain();
-    if (plain && !reactor_flag::read_may_find_bytes(socket)) return true;
     char byte;
     const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     const bool empty = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    if (empty && plain) reactor_flag::note_drained(socket);
+    if (empty && c.is_plain()) reactor_flag::note_drained(socket);
     return empty;
 }
 
@@ -219,18 +216,10 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
             c.bound_read(deadline);
-            // A read started with the reactor's flag clear completes only
-            // from the reactor's handling of a readiness, and resumes this
-            // coroutine straight from there: when it took less than it had
-            // room for, the socket is empty and no readiness has been
-            // reported since, so the flag may be cleared again
-            // (reactor_flag.hpp).
-            const bool waited = c.is_plain() && !reactor_flag::read_may_find_bytes(c.tcp().socket());
             auto [result, n] = co_await c.read_visit([&](auto& stream) {
                 return stream.async_read_some(buffer.prepare(room), use_tuple);
             });
             boost::system::error_code read_ec = c.end_read(result);
-            if (waited && !read_ec && n > 0 && n < room) reactor_flag::note_drained(c.tcp().socket());
             buffer.commit(n);
             if (read_ec == asio::error::eof) {
                 read_ec = parser.got_some() ? http::error::partial_message : http::error::end_of_stream;

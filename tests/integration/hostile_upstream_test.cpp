@@ -49,6 +49,10 @@ std::unique_ptr<ProxyProcess> start_proxy_to(const std::string& upstream, std::s
     return proxy;
 }
 
+// One worker, so one upstream pool: a test that needs a connection reused,
+// or not, cannot see two pools.
+constexpr std::string_view one_worker = "workers: 1\n";
+
 Response post(const ProxyProcess& proxy, std::string_view request_id) {
     HttpClient client = proxy.client({.timeout = 10s});
     return client.post_json("/v1/chat/completions", chat_request, {{"x-request-id", std::string(request_id)}});
@@ -170,7 +174,7 @@ TEST_CASE("invalid chunked framing is a dropped connection, replayed, never pass
 
 TEST_CASE("a body longer than its Content-Length: the extra bytes never answer the next request", "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy_to(fake.base_url("/v1"));
+    auto proxy = start_proxy_to(fake.base_url("/v1"), {}, one_worker);
     // After the declared body, in the same write, a whole second answer
     // nobody asked for.
     const std::string first = chat_answer("first");
@@ -209,7 +213,7 @@ TEST_CASE("a body longer than its Content-Length: the extra bytes never answer t
 TEST_CASE("an answer nobody asked for, sent to an idle pooled connection, never answers the next request",
           "[hostile]") {
     FakeProvider fake;
-    auto proxy = start_proxy_to(fake.base_url("/v1"));
+    auto proxy = start_proxy_to(fake.base_url("/v1"), {}, one_worker);
     const std::string first = chat_answer("first");
     const std::string forged = chat_answer("forged");
     Headers first_headers{{"Content-Type", "application/json"}, {"Content-Length", std::to_string(first.size())}};
@@ -234,6 +238,42 @@ TEST_CASE("an answer nobody asked for, sent to an idle pooled connection, never 
     REQUIRE(fake.request_count() == 2);
     const auto requests = fake.requests();
     CHECK(requests[0].connection_id != requests[1].connection_id);
+    check_healthy(fake, *proxy);
+}
+
+// A pooled connection's answer that ends in a close right after its first
+// body bytes, in one write: the close arrives with those bytes, and only the
+// read after them can see it. The attempt must fail at once as a drop in the
+// body and be replayed, not wait for more bytes until the turn's deadline.
+TEST_CASE("a reused connection closed right after part of the body: the drop is seen at once and replayed",
+          "[hostile]") {
+    FakeProvider fake;
+    auto proxy = start_proxy_to(fake.base_url("/v1"), {}, one_worker);
+    fake.push(Script::json(200, chat_answer("first")));
+    const std::string full = chat_answer("second");
+    Headers headers{{"Content-Type", "application/json"}, {"Content-Length", std::to_string(full.size())}};
+    SECTION("closed") {
+        fake.push(Script{}.write(format_response_head(200, headers) + full.substr(0, 20)).close());
+    }
+    SECTION("reset") {
+        fake.push(Script{}.write(format_response_head(200, headers) + full.substr(0, 20)).reset());
+    }
+    fake.push(Script::json(200, full));
+
+    const Response one = post(*proxy, "mid-body-close-1");
+    REQUIRE(one.ok());
+    CHECK(one.body == chat_answer("first"));
+    // The client's own timeout (10 s) fails the test if the attempt waits
+    // for more bytes (the turn's deadline is longer).
+    const Response two = post(*proxy, "mid-body-close-2");
+    CAPTURE(two.wire);
+    REQUIRE(two.ok());
+    CHECK(two.status == 200);
+    CHECK(two.body == full);
+    CHECK(two.header("x-modelproxy-attempts") == "2");
+    const auto requests = fake.requests();
+    REQUIRE(requests.size() == 3);
+    CHECK(requests[0].connection_id == requests[1].connection_id);  // attempt 1 reused the pooled connection
     check_healthy(fake, *proxy);
 }
 
