@@ -92,6 +92,21 @@ void check_failure(const ProxyProcess& proxy, const Response& r, std::string_vie
     }
 }
 
+// The second request gets the upstream's real second answer ("second"), on
+// a connection of its own: the first one, which had bytes nobody asked for,
+// was not reused.
+void check_next_answer_on_new_connection(FakeProvider& fake, const ProxyProcess& proxy,
+                                         std::string_view request_id) {
+    const Response two = post(proxy, request_id);
+    CAPTURE(two.wire);
+    REQUIRE(two.ok());
+    CHECK(two.status == 200);
+    CHECK(two.body == chat_answer("second"));
+    REQUIRE(fake.request_count() == 2);
+    const auto requests = fake.requests();
+    CHECK(requests[0].connection_id != requests[1].connection_id);
+}
+
 void check_healthy(FakeProvider& fake, const ProxyProcess& proxy) {
     HttpClient probe = proxy.client();
     const Response health = probe.get("/healthz");
@@ -193,14 +208,7 @@ TEST_CASE("a body longer than its Content-Length: the extra bytes never answer t
     CHECK(one.status == 200);
     CHECK(one.body == first);
 
-    const Response two = post(*proxy, "long-body-2");
-    CAPTURE(two.wire);
-    REQUIRE(two.ok());
-    CHECK(two.status == 200);
-    CHECK(two.body == chat_answer("second"));
-    REQUIRE(fake.request_count() == 2);
-    const auto requests = fake.requests();
-    CHECK(requests[0].connection_id != requests[1].connection_id);  // the first connection was not reused
+    check_next_answer_on_new_connection(fake, *proxy, "long-body-2");
     CHECK(fake.wait_for_peer_close(0, bound));
     check_healthy(fake, *proxy);
 }
@@ -230,14 +238,7 @@ TEST_CASE("an answer nobody asked for, sent to an idle pooled connection, never 
     CHECK(one.body == first);
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the forged answer is sent meanwhile
 
-    const Response two = post(*proxy, "late-forged-2");
-    CAPTURE(two.wire);
-    REQUIRE(two.ok());
-    CHECK(two.status == 200);
-    CHECK(two.body == chat_answer("second"));
-    REQUIRE(fake.request_count() == 2);
-    const auto requests = fake.requests();
-    CHECK(requests[0].connection_id != requests[1].connection_id);
+    check_next_answer_on_new_connection(fake, *proxy, "late-forged-2");
     check_healthy(fake, *proxy);
 }
 
