@@ -36,7 +36,8 @@ policy::Transport transport_of(Fault fault) {
 
 // One attempt: sent, and its answer relayed (the turn is then answered) or
 // read into `failed` for run()'s decision. Its own coroutine so that neither
-// frame grows past the 1020 bytes Asio recycles (issue 2).
+// its frame nor run()'s grows past the 1 KiB the recycling lists keep
+// (transport/recycling.hpp).
 Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
     // Opened, sent and the head read here, not in a coroutine of its own: a
     // coroutine awaited costs its frame and two resumptions (issue 7).
@@ -65,8 +66,8 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
             }
             a.exchange.emplace(*a.connection);
             if (plan_.head_request) a.exchange->expect_no_body();
-            // The send and the body below try what needs no wait first, outside
-            // a coroutine (issue 7).
+            // The send, the body and the answer below try what needs no wait
+            // first (the `_at_once` and `body_from_buffer` steps).
             std::size_t taken = 0;
             if (auto sent = a.exchange->send_at_once(plan_.upstream_head, plan_.body, taken)) {
                 a.fault = *sent;
@@ -120,11 +121,9 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
             } else if (status >= 200 && status < 300 && plan_.wants_stream &&
                        route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint)) {
                 // SPEC section 8: a 200 that is not a stream when the client asked for one.
-                failed.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none,
-                                         "not-a-stream"};
-                failed.code = "not_a_stream";
-                failed.message = "the client asked for a stream and the upstream answered 200 without one";
-                failed.refusal = true;
+                failed = refusal("not-a-stream", "not_a_stream",
+                                 "the client asked for a stream and the upstream answered 200 without one",
+                                 policy::ErrorClass::identity);
             } else if (status >= 200 && status < 300) {
                 if (!check_body(ex, body, failed)) {
                     if (head_out_) {

@@ -333,11 +333,8 @@ Task<bool> TurnRun::digest_mismatch() {
 }
 
 Task<bool> TurnRun::refuse_after_hold() {
-    Failed refused;
-    refused.classification = {policy::ErrorClass::identity, false, policy::TimeoutSource::none, "not-a-stream"};
-    refused.code = "not_a_stream";
-    refused.message = "the upstream answered 200 without a stream";
-    refused.refusal = true;
+    Failed refused = refusal("not-a-stream", "not_a_stream", "the upstream answered 200 without a stream",
+                             policy::ErrorClass::identity);
     co_return co_await end_turn(refused, {policy::Verdict::terminal, policy::Bound::none, 0, "refused"}, false);
 }
 
