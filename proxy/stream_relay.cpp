@@ -154,7 +154,12 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
         relay.decoded.clear();
         bool done = false;
         const ReadLimit limit = read_limit();
-        const Fault fault = co_await ex.read_piece(relay.piece, relay.decoded, done, limit.until, limit.on_timeout);
+        Fault fault = Fault::none;
+        if (auto buffered = ex.body_from_buffer(relay.decoded, &relay.piece, done)) {
+            fault = *buffered;
+        } else {
+            fault = co_await ex.read_piece(relay.piece, relay.decoded, done, limit.until, limit.on_timeout);
+        }
         if (watch_cut()) co_return StreamEnd{true, false};
         RelayStep step = relay_read(done, fault, failed, usage);
         if (step == RelayStep::publish) {

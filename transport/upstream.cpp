@@ -323,7 +323,6 @@ Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::
 
 Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
                                 Fault on_timeout) {
-    if (auto buffered = body_from_buffer(out, piece, done)) co_return *buffered;
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
     c.bound_read(until);

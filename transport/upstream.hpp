@@ -156,8 +156,9 @@ public:
     static constexpr auto max_idle_age = std::chrono::seconds(50);
     static constexpr std::size_t max_idle = 128;
 
-    std::unique_ptr<Connection> take(Clock::time_point now = Clock::now());
-    void give_back(std::unique_ptr<Connection> connection, Clock::time_point now = Clock::now());
+    // `now` is the caller's reading of the clock (the turn reads it once).
+    std::unique_ptr<Connection> take(Clock::time_point now);
+    void give_back(std::unique_ptr<Connection> connection, Clock::time_point now);
     std::size_t idle() const { return idle_.size(); }
 
 private:
@@ -201,15 +202,18 @@ public:
     const ResponseFields& fields() const;
     bool event_stream() const;  // content type text/event-stream
 
-    // The next piece of the body from bytes already read, as read_some and
-    // read_piece give it (`piece` null or not), without I/O and without a
-    // coroutine; nullopt when there are none and a read must wait (issue 7:
-    // a small answer's body nearly always arrives with its head).
+    // The body in two steps, as the request's send: body_from_buffer takes
+    // the next piece from bytes already read, without I/O and without a
+    // coroutine, as read_some (`piece` null) or read_piece (`piece` set)
+    // gives it; nullopt when there are none (issue 7: a small answer's body
+    // nearly always arrives with its head). Only then is read_some or
+    // read_piece awaited: they read, and take the piece that read gave.
     std::optional<Fault> body_from_buffer(std::string& out, std::string_view* piece, bool& done);
 
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
     // end of the body. The read is bounded by `until`; when it fires the fault
-    // is `on_timeout` (deadline or idle_timeout).
+    // is `on_timeout` (deadline or idle_timeout). Only after body_from_buffer
+    // gave nullopt (which readied the parser's body for this read).
     Task<Fault> read_some(std::string& out, bool& done, Clock::time_point until, Fault on_timeout) {
         return read_body(out, nullptr, done, until, on_timeout);
     }
@@ -232,10 +236,10 @@ private:
     // read costs one frame.
     Task<Fault> read_body(std::string& out, std::string_view* piece, bool& done, Clock::time_point until,
                           Fault on_timeout);
-    // The body parser's piece, after a read that ended with `ec`: appended
-    // to out or viewed by piece, decoded when the body is compressed.
     // The fault a request write that ended with `ec` makes (none on success).
     Fault send_fault(const boost::system::error_code& ec);
+    // The body parser's piece, after a parse or read that ended with `ec`:
+    // appended to out or viewed by piece, decoded when the body is compressed.
     Fault take_piece(boost::system::error_code ec, std::string& out, std::string_view* piece, bool& done,
                      Fault on_timeout);
     void end();
