@@ -29,6 +29,7 @@
 namespace modelproxy::transport::reactor_flag {
 
 // Whether a read on `socket` would first try recv() (true also when unknown).
+// The product only clears the flag; this is how the tests watch it.
 bool read_may_find_bytes(Socket& socket);
 // Only when the socket was just found empty by a peek on this thread, with no
 // epoll_wait since: the next read waits for readiness without a recv().

@@ -54,20 +54,13 @@ Task<std::pair<boost::system::error_code, std::size_t>> write_rest(AsyncStream& 
     co_return std::pair{ec, taken + n};
 }
 
-// Both steps, for the writes off the per-request path.
-template <class AsyncStream, class Buffers>
-Task<std::pair<boost::system::error_code, std::size_t>> write_now(Socket& socket, AsyncStream& stream,
-                                                                 const Buffers& buffers) {
-    std::size_t taken = 0;
-    if (auto settled = write_at_once(socket, buffers, taken)) co_return *settled;
-    co_return co_await write_rest(stream, buffers, taken);
-}
-
-// The same, on a bare socket (its rest waits unbounded, or as the caller's
-// own timer bounds it).
+// Both steps on a bare socket, for the writes off the per-request path (its
+// rest waits unbounded, or as the caller's own timer bounds it).
 template <class Buffers>
 Task<std::pair<boost::system::error_code, std::size_t>> write_now(Socket& socket, const Buffers& buffers) {
-    return write_now(socket, socket, buffers);
+    std::size_t taken = 0;
+    if (auto settled = write_at_once(socket, buffers, taken)) co_return *settled;
+    co_return co_await write_rest(socket, buffers, taken);
 }
 
 }  // namespace modelproxy::transport
