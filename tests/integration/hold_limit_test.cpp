@@ -79,3 +79,30 @@ TEST_CASE("a turn that fails after the hold limit ends its stream with the closi
     CHECK(r.body.find(R"("decision":"exhausted")") != std::string::npos);
     CHECK(fake.request_count() == 2);
 }
+
+// A whole-body 200 after the hold limit sent a stream head cannot follow that
+// head (SPEC section 8: a 200 that is not a stream, when the client asked for
+// one, is refused). On a generic route, where the body is not refused before
+// the hold limit matters, the refusal comes after publication: the stream
+// ends with the closing error event, and the body is never forwarded.
+TEST_CASE("a JSON 200 that comes after the hold limit ends the stream with a not_a_stream closing event",
+          "[stream][hold]") {
+    FakeProvider fake;
+    const std::string answer =
+        R"({"id":"c1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"whole body"},"finish_reason":"stop"}]})";
+    fake.push(Script{}.sleep(600ms).then(Script::json(200, answer)));
+    ProxyProcess proxy({.config_yaml = "routes:\n  - name: generic\n    upstream: " + fake.base_url("/v1") +
+                                       "\n    dialect: generic\n    stream_head_hold_ms: 200\n"
+                                       "    models: [gpt-4o-mini]\n"});
+    proxy.start();
+    HttpClient client = proxy.client({.timeout = 10s});
+    const Response r = client.post_json("/v1/chat/completions", request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);  // the head went out at the hold limit
+    CHECK(r.body.find(": keep-alive") != std::string::npos);
+    CHECK(r.body.find(R"("type":"not_a_stream","code":502)") != std::string::npos);
+    CHECK(r.body.find("whole body") == std::string::npos);
+    CHECK(r.body.find("[DONE]") == std::string::npos);
+    CHECK(fake.request_count() == 1);
+}
