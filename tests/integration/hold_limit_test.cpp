@@ -26,6 +26,21 @@ const std::string role = R"(data: {"id":"c1","model":"gpt-4o-mini","choices":[{"
 const std::string text = R"(data: {"id":"c1","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"Hi"}}]})" "\n\n";
 const std::string done = "data: [DONE]\n\n";
 
+// The whole answer to `request` through a proxy run with `config_yaml`,
+// once its head went out at the hold limit: a 200 whose body holds the
+// `: keep-alive` comment, whatever the turn's end.
+Response held_stream(const std::string& config_yaml) {
+    ProxyProcess proxy({.config_yaml = config_yaml});
+    proxy.start();
+    HttpClient client = proxy.client({.timeout = 10s});
+    Response r = client.post_json("/v1/chat/completions", request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);  // the head went out at the hold limit
+    CHECK(r.body.find(": keep-alive") != std::string::npos);
+    return r;
+}
+
 }  // namespace
 
 TEST_CASE("the head and a keep-alive comment go out at the hold limit, and a later replay stays invisible",
@@ -65,14 +80,9 @@ TEST_CASE("the head and a keep-alive comment go out at the hold limit, and a lat
 TEST_CASE("a turn that fails after the hold limit ends its stream with the closing error event", "[stream][hold]") {
     FakeProvider fake;
     fake.set_default(Script{}.sleep(300ms).then(Script::json(503, R"({"error":{"type":"server_error"}})")));
-    ProxyProcess proxy({.config_yaml = config(fake, "{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20, min_attempt_ms: 10}")});
-    proxy.start();
-    HttpClient client = proxy.client({.timeout = 10s});
-    const Response r = client.post_json("/v1/chat/completions", request);
+    const Response r =
+        held_stream(config(fake, "{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 20, min_attempt_ms: 10}"));
     CAPTURE(r.wire);
-    REQUIRE(r.ok());
-    CHECK(r.status == 200);  // the head went out at the hold limit
-    CHECK(r.body.find(": keep-alive") != std::string::npos);
     CHECK(r.body.find("[DONE]") == std::string::npos);
     // One closing error event naming the last failure's class and status.
     CHECK(r.body.find(R"("type":"server","code":503)") != std::string::npos);
@@ -91,16 +101,9 @@ TEST_CASE("a JSON 200 that comes after the hold limit ends the stream with a not
     const std::string answer =
         R"({"id":"c1","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"whole body"},"finish_reason":"stop"}]})";
     fake.push(Script{}.sleep(600ms).then(Script::json(200, answer)));
-    ProxyProcess proxy({.config_yaml = "routes:\n  - name: generic\n    upstream: " + fake.base_url("/v1") +
-                                       "\n    dialect: generic\n    stream_head_hold_ms: 200\n"
-                                       "    models: [gpt-4o-mini]\n"});
-    proxy.start();
-    HttpClient client = proxy.client({.timeout = 10s});
-    const Response r = client.post_json("/v1/chat/completions", request);
+    const Response r = held_stream("routes:\n  - name: generic\n    upstream: " + fake.base_url("/v1") +
+                                   "\n    dialect: generic\n    stream_head_hold_ms: 200\n    models: [gpt-4o-mini]\n");
     CAPTURE(r.wire);
-    REQUIRE(r.ok());
-    CHECK(r.status == 200);  // the head went out at the hold limit
-    CHECK(r.body.find(": keep-alive") != std::string::npos);
     CHECK(r.body.find(R"("type":"not_a_stream","code":502)") != std::string::npos);
     CHECK(r.body.find("whole body") == std::string::npos);
     CHECK(r.body.find("[DONE]") == std::string::npos);
