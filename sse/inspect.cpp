@@ -34,6 +34,11 @@ constexpr std::size_t dom_max_depth = 64;
 
 constexpr std::string_view done_marker = "[DONE]";
 
+constexpr std::string_view line_end_padding =
+    "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n"
+    "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n";
+static_assert(line_end_padding.size() == simdjson::SIMDJSON_PADDING);
+
 void reset(DataInfo& info) {
     // Member by member, so the error strings keep their capacity.
     info.kind = DataKind::unparseable;
@@ -92,6 +97,12 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
     } else {
         pad.clear_and_trim(pad_retain_bytes);
         pad.append(text);
+        // The padding is a line's end, as after a line read in place (the
+        // reader's next byte is its line ending). On-Demand reads the byte
+        // after an invalid text, and what it reads before the fault (the
+        // answer text kept for the credential scan) must not depend on the
+        // bytes an earlier, longer text left there.
+        pad.append(line_end_padding);
         json = pad.data();
         capacity = static_cast<std::size_t>(pad.readable_end() - pad.data());
     }

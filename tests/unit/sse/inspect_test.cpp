@@ -531,3 +531,26 @@ TEST_CASE("a root scalar with trailing white space is JSON", "[inspect]") {
               modelproxy::sse::DataKind::json);
     }
 }
+
+// Found by inspect_fuzz: On-Demand reads the byte after an invalid line, and
+// a copied line's padding once held what a longer line before it left there
+// (here `}`), which made the walk fault earlier and keep no answer text for
+// the credential scan. The padding is now a line's end, as in place.
+TEST_CASE("inspect: an invalid line keeps the same answer text whatever longer line came before it",
+          "[inspect]") {
+    for (const std::string line : {R"({"choices":[{"delta":{"content":" quick"},"f":12}}}"a":null})",
+                                   R"({"choices":[{"delta":{"content":" quick"}}}}"a":null})"}) {
+        Inspector fresh;
+        const DataInfo& alone = fresh.inspect(line, Endpoint::chat_completions);
+        REQUIRE(alone.kind == DataKind::unparseable);
+        REQUIRE(alone.answer_fragments.size() == 1);
+        CHECK(alone.answer_fragments[0].text == " quick");
+
+        Inspector after;
+        after.inspect(line + std::string(20, '}'), Endpoint::chat_completions);
+        const DataInfo& info = after.inspect(line, Endpoint::chat_completions);
+        CHECK(info.kind == DataKind::unparseable);
+        REQUIRE(info.answer_fragments.size() == 1);
+        CHECK(info.answer_fragments[0].text == " quick");
+    }
+}
