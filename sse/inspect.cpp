@@ -3,6 +3,7 @@
 #include "sse/byte_buffer.hpp"
 #include "sse/line_walker.hpp"
 #include "sse/reader.hpp"
+#include "sse/repeated_shape.hpp"
 
 #include <simdjson.h>
 
@@ -71,12 +72,18 @@ struct Inspector::Impl {
 
     bool dom_fast_path;
     bool last_fast = false;  // the last line was read by the DOM fast path
+    bool last_repeat = false;  // the last line matched `shape` (read without a parse)
     simdjson::dom::parser dom_parser{dom_max_bytes};
     od::parser parser;
     ByteBuffer pad;
     DataInfo info;
     ErrorFields top_error;  // of the last walk, for parse_error_body
     BodyIdentity identity;  // the last body_identity answer, its storage reused
+    // The last line inspect() parsed whole, when info still describes it and
+    // it has a shape later lines may repeat (sse/repeated_shape.hpp).
+    RepeatedShape shape;
+    Endpoint shape_endpoint = Endpoint::other;
+    std::string shape_event;
 
     // Walks `text` into info; false when it is not one whole JSON value.
     bool walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
@@ -85,6 +92,8 @@ struct Inspector::Impl {
 
 bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
                            const char* readable_end) {
+    shape.forget();  // info is about to describe another text
+    last_repeat = false;
     reset(info);
     top_error = ErrorFields{};
     if (text.empty()) return false;
@@ -187,18 +196,37 @@ Inspector::~Inspector() = default;
 
 const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,
                                    std::string_view event_name, const char* readable_end) {
+    Impl& m = *impl_;
+    if (m.shape.known() && endpoint == m.shape_endpoint && event_name == m.shape_event) {
+        if (const std::optional<std::string_view> text = m.shape.match(data)) {
+            // The last line with only its answer text changed: every other
+            // field of info still holds (repeated_shape.hpp says why).
+            m.info.answer_fragments.front().text = *text;
+            m.last_fast = true;
+            m.last_repeat = true;
+            return m.info;
+        }
+    }
     if (data == done_marker) {
+        m.shape.forget();
+        m.last_repeat = false;
         reset(impl_->info);
         impl_->info.kind = DataKind::done;
         impl_->info.end_marker =
             endpoint == Endpoint::chat_completions || endpoint == Endpoint::completions;
         return impl_->info;
     }
-    impl_->walk(data, endpoint, event_name, readable_end);
-    return impl_->info;
+    if (m.walk(data, endpoint, event_name, readable_end) && m.dom_fast_path && m.last_fast &&
+        m.info.object && !m.info.structured_error && m.info.answer_fragments.size() == 1 &&
+        m.shape.learn(data, m.info.answer_fragments.front().text)) {
+        m.shape_endpoint = endpoint;
+        m.shape_event.assign(event_name);
+    }
+    return m.info;
 }
 
 bool Inspector::last_line_took_fast_path() const { return impl_->last_fast; }
+bool Inspector::last_line_repeated_shape() const { return impl_->last_repeat; }
 
 const DataInfo& Inspector::inspect(const Event& event, std::size_t index, Endpoint endpoint) {
     return inspect(event.data[index], endpoint, event.name, event.readable_end);

@@ -186,6 +186,10 @@ public:
     // Whether the last inspect() read its line with the DOM fast path (for
     // the tests that hold the two paths to the same results).
     bool last_line_took_fast_path() const;
+    // Whether the last inspect() read its line as the line before it with
+    // only the answer text changed, without parsing it
+    // (sse/repeated_shape.hpp); such a line also counts as the fast path's.
+    bool last_line_repeated_shape() const;
 
     // The answer is the Inspector's own, valid until its next call; its
     // strings keep their capacity from body to body (issue 2).

@@ -26,6 +26,7 @@ using modelproxy::fuzz::same_info;
 using modelproxy::policy::Endpoint;
 using modelproxy::policy::ProviderError;
 using modelproxy::sse::BodyIdentity;
+using modelproxy::sse::DataInfo;
 using modelproxy::sse::DataKind;
 using modelproxy::sse::Inspector;
 
@@ -33,6 +34,16 @@ bool same_error(const std::optional<ProviderError>& a, const std::optional<Provi
     if (a.has_value() != b.has_value()) return false;
     return !a || (a->code_int == b->code_int && a->code == b->code && a->type == b->type &&
                   a->inner_code == b->inner_code);
+}
+
+bool same_fragments(const DataInfo& a, const DataInfo& b) {
+    if (a.answer_fragments.size() != b.answer_fragments.size()) return false;
+    for (std::size_t i = 0; i < a.answer_fragments.size(); ++i) {
+        if (!(a.answer_fragments[i].key == b.answer_fragments[i].key) ||
+            a.answer_fragments[i].text != b.answer_fragments[i].text)
+            return false;
+    }
+    return true;
 }
 
 bool same_identity(const BodyIdentity& a, const BodyIdentity& b) {
@@ -85,5 +96,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     // (and `"type":"error"`): the error a body like it declares.
     if (as_other.structured_error) MP_FUZZ_CHECK(declared && same_error(declared, as_other.error));
     MP_FUZZ_CHECK(same_error(declared, modelproxy::sse::parse_error_body(line)));
+
+    // With a newline (which no data line holds), the input is two lines: the
+    // second read right after the first, which may take it as the first with
+    // only its answer text changed (sse/repeated_shape.hpp), must read as a
+    // fresh On-Demand walk reads it, fragments included.
+    if (const void* newline = std::memchr(exact.get(), '\n', size)) {
+        const std::size_t cut = static_cast<std::size_t>(static_cast<const char*>(newline) - exact.get());
+        const std::string_view first = line.substr(0, cut);
+        const std::string_view second = line.substr(cut + 1);
+        Inspector after;
+        Inspector fresh(false);
+        for (const Endpoint endpoint : all_endpoints) {
+            for (const std::string_view event_name : {std::string_view(), std::string_view("error")}) {
+                after.inspect(first, endpoint, event_name);
+                const DataInfo& a = after.inspect(second, endpoint, event_name);
+                const DataInfo& b = fresh.inspect(second, endpoint, event_name);
+                MP_FUZZ_CHECK_THAT(same_info(a, b) && same_fragments(a, b),
+                                   "a line read after another reads differently from the same line read alone");
+            }
+        }
+    }
     return 0;
 }

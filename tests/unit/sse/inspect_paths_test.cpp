@@ -145,3 +145,123 @@ TEST_CASE("inspect: a value after a string value, or bytes after a member, is un
         }
     }
 }
+
+// A line that repeats the line before it except for its answer text is read
+// without a parse (sse/repeated_shape.hpp). Whatever the next line is, the
+// Inspector must say of it exactly what a fresh On-Demand walk says: here
+// each base line is followed, on every endpoint and event name, by every
+// truncation of it, every byte change, and insertions of bytes that could
+// end, escape or break the answer text's string.
+namespace {
+
+// Chunks without a backslash and with one answer-text fragment, the shape
+// the repeated path learns from.
+const std::vector<std::string> shaped_lines = {
+    R"({"id":"chatcmpl-B9","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_06","choices":[{"index":0,"delta":{"content":" quick"},"logprobs":null,"finish_reason":null}]})",
+    R"({"choices":[{"index":1,"delta":{"reasoning_content":"think"}}],"model":"m","usage":null})",
+    R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"function":{"arguments":"{"}}]}}]})",
+    R"({"choices":[{"text":"Hello","index":0,"finish_reason":null}],"model":"m"})",
+    R"({"type":"response.output_text.delta","output_index":1,"content_index":2,"delta":"sk-proj-AAAA"})",
+    R"({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a b"}})",
+    R"({"error":{"code":"x","message":"m"},"choices":[{"delta":{"content":"c"}}]})",
+    R"({"choices":[{"delta":{"content":"x"}}],"id":"x"})",  // two tokens "x": never learned
+    R"({"model":"x","choices":[{"delta":{"content":"x"}}]})",
+};
+
+void compare_after(Inspector& fast, Inspector& slow, const std::string& base, std::string_view line,
+                   Endpoint endpoint, std::string_view event) {
+    fast.inspect(base, endpoint, event);
+    const std::string a = describe(fast.inspect(line, endpoint, event));
+    const std::string b = describe(slow.inspect(line, endpoint, event));
+    if (a != b) {
+        CAPTURE(base, line, static_cast<int>(endpoint), event);
+        CHECK(a == b);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("inspect paths: a line after a line of the same shape reads as the On-Demand walk reads it",
+          "[inspect]") {
+    Inspector fast;
+    Inspector slow(false);
+    const std::string swaps = "\"\\{}[],:0-e. x\x01\x7f";
+    const std::string inserts[] = {"\"", "\\", "\\\"", "\",\"model\":\"evil", "\\u0041", "\n", "\xc3\xa9",
+                                   "\xc3", "\xff", "\xe2\x82", "", "ok"};
+    for (const std::string& base : shaped_lines) {
+        for (const Endpoint endpoint : endpoints) {
+            for (std::string_view event : {std::string_view(), std::string_view("error")}) {
+                for (std::size_t at = 0; at <= base.size(); ++at) {
+                    compare_after(fast, slow, base, std::string_view(base).substr(0, at), endpoint, event);
+                    for (const std::string& insert : inserts) {
+                        std::string changed = base;
+                        changed.insert(at, insert);
+                        compare_after(fast, slow, base, changed, endpoint, event);
+                    }
+                    if (at == base.size()) continue;
+                    for (char c : swaps) {
+                        std::string changed = base;
+                        changed[at] = c;
+                        compare_after(fast, slow, base, changed, endpoint, event);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("inspect paths: a chunk that only changes its answer text is read without a parse", "[inspect]") {
+    // The point of it: the stream's common line must take the repeated path,
+    // and say what a parse says.
+    const std::string first =
+        R"({"id":"c","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" the"},"finish_reason":null}]})";
+    const std::string next =
+        R"({"id":"c","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" quick brown \u00e9"},"finish_reason":null}]})";
+    const std::string third =
+        "{\"id\":\"c\",\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" fox \xc3\xa9\"},"
+        "\"finish_reason\":null}]}";
+    Inspector fast;
+    Inspector slow(false);
+    fast.inspect(first, Endpoint::chat_completions);
+    CHECK_FALSE(fast.last_line_repeated_shape());
+
+    // An escape: parsed whole.
+    const DataInfo& escaped = fast.inspect(next, Endpoint::chat_completions);
+    CHECK_FALSE(fast.last_line_repeated_shape());
+    CHECK(describe(escaped) == describe(slow.inspect(next, Endpoint::chat_completions)));
+
+    fast.inspect(first, Endpoint::chat_completions);
+    const DataInfo& info = fast.inspect(third, Endpoint::chat_completions);
+    CHECK(fast.last_line_repeated_shape());
+    CHECK(fast.last_line_took_fast_path());
+    REQUIRE(info.answer_fragments.size() == 1);
+    CHECK(info.answer_fragments[0].text == " fox \xc3\xa9");
+    CHECK(info.answer_text);
+    REQUIRE(info.models().size() == 1);
+    CHECK(info.models()[0] == "gpt-4o-mini");
+    CHECK(describe(info) == describe(slow.inspect(third, Endpoint::chat_completions)));
+
+    // Another endpoint or event name, [DONE] in between, or a body read in
+    // between: parsed whole.
+    fast.inspect(first, Endpoint::chat_completions);
+    fast.inspect(third, Endpoint::completions);
+    CHECK_FALSE(fast.last_line_repeated_shape());
+    fast.inspect(first, Endpoint::chat_completions);
+    fast.inspect(third, Endpoint::chat_completions, "error");
+    CHECK_FALSE(fast.last_line_repeated_shape());
+    fast.inspect(first, Endpoint::chat_completions);
+    CHECK(fast.inspect("[DONE]", Endpoint::chat_completions).kind == DataKind::done);
+    fast.inspect(third, Endpoint::chat_completions);
+    CHECK_FALSE(fast.last_line_repeated_shape());
+    fast.inspect(first, Endpoint::chat_completions);
+    CHECK(fast.body_identity(R"({"model":"other"})", Endpoint::chat_completions).models.at(0) == "other");
+    const DataInfo& after_body = fast.inspect(third, Endpoint::chat_completions);
+    CHECK_FALSE(fast.last_line_repeated_shape());
+    REQUIRE(after_body.models().size() == 1);
+    CHECK(after_body.models()[0] == "gpt-4o-mini");
+
+    // The On-Demand-only Inspector never takes it.
+    slow.inspect(first, Endpoint::chat_completions);
+    slow.inspect(third, Endpoint::chat_completions);
+    CHECK_FALSE(slow.last_line_repeated_shape());
+}
