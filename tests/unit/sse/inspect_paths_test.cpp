@@ -164,6 +164,9 @@ const std::vector<std::string> shaped_lines = {
     R"({"type":"response.output_text.delta","output_index":1,"content_index":2,"delta":"sk-proj-AAAA"})",
     R"({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a b"}})",
     R"({"error":{"code":"x","message":"m"},"choices":[{"delta":{"content":"c"}}]})",
+    R"({"id":"chatcmpl-1","created":17,"model":"m","choices":[{"index":0,"delta":{"content":" a"},"finish_reason":null}],"obfuscation":"Zq"})",
+    R"({"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","obfuscation":"xy"})",
+    R"({"type":"response.output_text.delta","sequence_number":-0,"created":1e5,"id":{"a":"b"},"delta":"Hel"})",
     R"({"choices":[{"delta":{"content":"x"}}],"id":"x"})",  // two tokens "x": never learned
     R"({"model":"x","choices":[{"delta":{"content":"x"}}]})",
 };
@@ -240,6 +243,16 @@ TEST_CASE("inspect paths: a chunk that only changes its answer text is read with
     REQUIRE(info.models().size() == 1);
     CHECK(info.models()[0] == "gpt-4o-mini");
     CHECK(describe(info) == describe(slow.inspect(third, Endpoint::chat_completions)));
+
+    // OpenAI's per-line `obfuscation` changes with the text.
+    const std::string obfuscated =
+        R"({"id":"c","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" the"}}],"obfuscation":"Zq"})";
+    const std::string obfuscated_next =
+        R"({"id":"c","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" lazy dog"}}],"obfuscation":"x1"})";
+    fast.inspect(obfuscated, Endpoint::chat_completions);
+    const DataInfo& next_info = fast.inspect(obfuscated_next, Endpoint::chat_completions);
+    CHECK(fast.last_line_repeated_shape());
+    CHECK(describe(next_info) == describe(slow.inspect(obfuscated_next, Endpoint::chat_completions)));
 
     // Another endpoint or event name, [DONE] in between, or a body read in
     // between: parsed whole.

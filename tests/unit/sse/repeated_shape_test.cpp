@@ -80,3 +80,68 @@ TEST_CASE("repeated shape: it learns only when the answer text's token is certai
     CHECK_FALSE(shape.learn(chunk, "absent"));
     CHECK_FALSE(shape.match(R"({"a":"zz"})"));
 }
+
+namespace {
+
+// OpenAI's chunk with its per-line random `obfuscation`, and a Responses
+// event with its `sequence_number`.
+const std::string obfuscated =
+    R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1741569952,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" the"},"logprobs":null,"finish_reason":null}],"obfuscation":"q8Zt"})";
+const std::string responses_event =
+    R"({"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","obfuscation":"xy"})";
+
+std::string replaced(std::string line, std::string_view from, std::string_view to) {
+    line.replace(line.find(from), from.size(), to);
+    return line;
+}
+
+}  // namespace
+
+TEST_CASE("repeated shape: members no rule reads may change with the answer text", "[shape]") {
+    RepeatedShape shape;
+    REQUIRE(shape.learn(obfuscated, " the"));
+    CHECK(shape.match(replaced(replaced(obfuscated, "q8Zt", "AbCdEfGhIjK"), " the", " quick")) == " quick");
+    CHECK(shape.match(replaced(obfuscated, "q8Zt", "")) == " the");
+    CHECK(shape.match(replaced(replaced(obfuscated, "chatcmpl-1", "chatcmpl-22"), "1741569952", "1741569953")) ==
+          " the");
+
+    REQUIRE(shape.learn(responses_event, "Hel"));
+    CHECK(shape.match(replaced(replaced(responses_event, ":5,", ":123,"), "\"Hel\"", "\"lo!\"")) == "lo!");
+    CHECK(shape.match(replaced(responses_event, ":5,", ":0,")) == "Hel");
+    CHECK(shape.match(replaced(responses_event, ":5,", ":-7,")) == "Hel");
+}
+
+TEST_CASE("repeated shape: a free member's new value must be one token of its kind", "[shape]") {
+    RepeatedShape shape;
+    REQUIRE(shape.learn(responses_event, "Hel"));
+    for (const char* number : {"01", "1.5", "1e3", "-", "", "5 ", "true", "\"5\"", "5,\"x\":1"}) {
+        CAPTURE(number);
+        CHECK_FALSE(shape.match(replaced(responses_event, ":5,", std::string(":") + number + ",")));
+    }
+    REQUIRE(shape.learn(obfuscated, " the"));
+    for (const char* value : {R"(a","model":"evil)", R"(a\"b)", "a\nb", "\xc3"}) {
+        CAPTURE(value);
+        CHECK_FALSE(shape.match(replaced(obfuscated, "q8Zt", value)));
+    }
+}
+
+TEST_CASE("repeated shape: members a rule reads, and free keys below the top level, may not change", "[shape]") {
+    RepeatedShape shape;
+    REQUIRE(shape.learn(responses_event, "Hel"));
+    CHECK_FALSE(shape.match(replaced(responses_event, "\"output_index\":0", "\"output_index\":1")));
+    CHECK_FALSE(shape.match(replaced(responses_event, "output_text", "output_test")));
+    const std::string nested = R"({"model":"m","choices":[{"id":"a","index":0,"delta":{"content":"x"}}],"id":"b"})";
+    REQUIRE(shape.learn(nested, "x"));
+    CHECK(shape.match(replaced(nested, "\"id\":\"b\"", "\"id\":\"bb\"")) == "x");
+    CHECK_FALSE(shape.match(replaced(nested, "\"id\":\"a\"", "\"id\":\"aa\"")));
+    CHECK_FALSE(shape.match(replaced(nested, "\"index\":0", "\"index\":1")));
+    CHECK_FALSE(shape.match(replaced(nested, "\"m\"", "\"n\"")));
+    // A free key whose value is not a string or an integer: fixed.
+    const std::string object_id = R"({"id":{"v":"a"},"choices":[{"delta":{"content":"x"}}]})";
+    REQUIRE(shape.learn(object_id, "x"));
+    CHECK_FALSE(shape.match(replaced(object_id, "\"a\"", "\"b\"")));
+    const std::string float_created = R"({"created":1.5,"choices":[{"delta":{"content":"x"}}]})";
+    REQUIRE(shape.learn(float_created, "x"));
+    CHECK_FALSE(shape.match(replaced(float_created, "1.5", "2")));
+    CHECK_FALSE(shape.match(replaced(float_created, "1.5", "1.6")));
+}
