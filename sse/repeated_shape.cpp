@@ -91,12 +91,24 @@ bool RepeatedShape::learn(std::string_view line, std::string_view text) {
                                    [](const Slot& a, const Slot& b) { return a.open < b.open; }),
                   answer);
     line_.assign(line);
+    answer_open_ = answer.open;
+    answer_close_ = answer.close;
     known_ = true;
     return true;
 }
 
 std::optional<std::string_view> RepeatedShape::match(std::string_view line) const {
     if (!known_) return std::nullopt;
+    // Most often only the answer text changed: the bytes before and after it
+    // are L0's, which two compares show (the segments below would make five
+    // or more).
+    const std::size_t suffix = line_.size() - answer_close_;
+    if (line.size() > answer_open_ + suffix && std::memcmp(line.data(), line_.data(), answer_open_) == 0 &&
+        std::memcmp(line.data() + line.size() - suffix, line_.data() + answer_close_, suffix) == 0) {
+        const std::string_view value = line.substr(answer_open_, line.size() - suffix - answer_open_);
+        if (!plain_string(value)) return std::nullopt;  // parsed whole (a miss is always safe)
+        return value;
+    }
     std::string_view answer;
     std::size_t pos = 0;    // in `line`
     std::size_t fixed = 0;  // the next fixed segment's start in L0
