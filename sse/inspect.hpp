@@ -13,7 +13,9 @@
 // Never reads an error message. The one walk serves every per-event check:
 // the credential scan takes the answer-text fragments it collected rather
 // than parsing the line again (SPEC section 8's cost: every event of every
-// stream).
+// stream). A line that repeats the last parsed one but for its answer text
+// (and members no rule reads) is proved to be that document with those
+// values changed and is not parsed at all (sse/repeated_shape.hpp).
 #pragma once
 
 #include "policy/endpoint.hpp"
