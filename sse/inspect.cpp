@@ -199,8 +199,9 @@ const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,
     Impl& m = *impl_;
     if (m.shape.known() && endpoint == m.shape_endpoint && event_name == m.shape_event) {
         if (const std::optional<std::string_view> text = m.shape.match(data)) {
-            // The last line with only its answer text changed: every other
-            // field of info still holds (repeated_shape.hpp says why).
+            // The last line with only its answer text (and members no rule
+            // reads) changed: every other field of info still holds
+            // (repeated_shape.hpp says why).
             m.info.answer_fragments.front().text = *text;
             m.last_fast = true;
             m.last_repeat = true;
