@@ -158,3 +158,48 @@ TEST_CASE("a key completed after [DONE], in the same read, is still refused", "[
     REQUIRE(proxy->wait_for_records("turn", 1, 5s));
     CHECK(metric_value(scrape(*proxy), R"(modelproxy_refusals_total{route="r",code="credential_in_response"})") == 1);
 }
+
+namespace {
+
+// An OpenAI chunk with the random `obfuscation` member it carries on every
+// line. The relay reads such a line as the line before it with new values
+// (sse/repeated_shape.hpp), without parsing it.
+std::string obfuscated(std::string_view model, std::string_view content, std::string_view noise) {
+    return R"(data: {"id":"c1","object":"chat.completion.chunk","created":1741569952,"model":")" +
+           std::string(model) + R"(","choices":[{"index":0,"delta":{"content":")" + std::string(content) +
+           R"("},"logprobs":null,"finish_reason":null}],"obfuscation":")" + std::string(noise) + "\"}\n\n";
+}
+
+}  // namespace
+
+TEST_CASE("chunks with a random obfuscation member: a key split across them is refused, and so is a model that "
+          "changes",
+          "[boundary][stream]") {
+    SECTION("a key over three chunks") {
+        const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
+                                                 obfuscated("m", "key: ", "Zq9x"), obfuscated("m", key_1, "b"),
+                                                 obfuscated("m", key_2, "QQQQQQ")};
+        FakeProvider fake;
+        fake.push(Script::sse(
+            {joined(published) + obfuscated("m", key_3, "k") + obfuscated("m", " more", "x") + finish + done}));
+        auto proxy = start_proxy(one_route(fake));
+
+        const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+        check_published_then_closed(r, joined(published), "credential_in_response");
+        CHECK(r.body.find(key_3) == std::string::npos);
+        CHECK(fake.request_count() == 1);
+    }
+    SECTION("another model after answer text") {
+        const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
+                                                 obfuscated("m", " world", "Zq9x")};
+        FakeProvider fake;
+        fake.push(Script::sse({joined(published) + obfuscated("m2", " more", "x") + obfuscated("m", " text", "y") +
+                               finish + done}));
+        auto proxy = start_proxy(one_route(fake));
+
+        const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+        check_published_then_closed(r, joined(published), "model_identity_mismatch");
+        CHECK(r.body.find(" more") == std::string::npos);
+        CHECK(fake.request_count() == 1);
+    }
+}
