@@ -60,6 +60,7 @@ void RelayOut::clear() {
 void StreamRelay::start(bool stream_rules, const sse::IdentityRule* identity_rule,
                         const sse::CredentialScanner* scanner) {
     reader.reset();
+    memo.forget();
     held.clear();
     out.clear();
     piece = {};
@@ -267,7 +268,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                 // Read for section 8 (credentials, identity), never forwarded.
                 bool foreign = false;
                 for (std::size_t i = 0; (r.secrets || r.identity) && i < event->data.size(); ++i) {
-                    const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                    const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                     note(info);
                     foreign = foreign || (r.identity && sse::refused(r.identity->on_line(info)));
                 }
@@ -282,7 +283,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             bool answer = false, event_error = false, done_here = false;
             policy::ProviderError declared;
             for (std::size_t i = 0; i < event->data.size(); ++i) {
-                const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint);
+                const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                 note(info);
                 r.batch.see(info.usage);
                 if (r.identity && sse::refused(r.identity->on_line(info))) {

@@ -12,6 +12,7 @@
 #include "policy/provider_error.hpp"
 #include "sse/credentials.hpp"
 #include "sse/identity.hpp"
+#include "sse/inspect.hpp"
 #include "sse/reader.hpp"
 #include "sse/relay_batch.hpp"
 
@@ -74,6 +75,7 @@ struct StreamRelay {
     };
 
     sse::Reader reader;
+    sse::LineMemo memo;  // this stream's last line parsed whole, for the lines that repeat its shape
     std::string held;   // raw bytes of the events held so far
     // After publication, the checked events of one upstream read, sent as one
     // chunk in one write: one syscall per read, not per event, and no event

@@ -79,11 +79,6 @@ struct Inspector::Impl {
     DataInfo info;
     ErrorFields top_error;  // of the last walk, for parse_error_body
     BodyIdentity identity;  // the last body_identity answer, its storage reused
-    // The last line inspect() parsed whole, when info still describes it and
-    // it has a shape later lines may repeat (sse/repeated_shape.hpp).
-    RepeatedShape shape;
-    Endpoint shape_endpoint = Endpoint::other;
-    std::string shape_event;
 
     // Walks `text` into info; false when it is not one whole JSON value.
     bool walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
@@ -92,8 +87,8 @@ struct Inspector::Impl {
 
 bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
                            const char* readable_end) {
-    shape.forget();  // info is about to describe another text
     last_repeat = false;
+    last_fast = false;
     reset(info);
     top_error = ErrorFields{};
     if (text.empty()) return false;
@@ -197,33 +192,119 @@ Inspector::~Inspector() = default;
 const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,
                                    std::string_view event_name, const char* readable_end) {
     Impl& m = *impl_;
-    if (m.shape.known() && endpoint == m.shape_endpoint && event_name == m.shape_event) {
-        if (const std::optional<std::string_view> text = m.shape.match(data)) {
-            // The last line with only its answer text (and members no rule
-            // reads) changed: every other field of info still holds
-            // (repeated_shape.hpp says why).
-            m.info.answer_fragments.front().text = *text;
+    m.last_repeat = false;
+    if (data == done_marker) {
+        reset(m.info);
+        m.info.kind = DataKind::done;
+        m.info.end_marker = endpoint == Endpoint::chat_completions || endpoint == Endpoint::completions;
+        return m.info;
+    }
+    m.walk(data, endpoint, event_name, readable_end);
+    return m.info;
+}
+
+// What a stream's memo keeps: the shape of its last line parsed whole, and
+// that line's reading in strings of its own (the parser's are overwritten by
+// the next line of any stream).
+struct LineMemo::Impl {
+    RepeatedShape shape;
+    Endpoint endpoint = Endpoint::other;
+    std::string event;
+    bool answer_text = false;
+    bool end_marker = false;
+    std::optional<std::string> finish_reason;
+    std::string type;
+    std::array<std::string, 2> models;
+    std::uint8_t model_count = 0;
+    Usage usage;
+    AnswerTextKey key;
+    // Learning costs about as much as the parse again (the shape's scan and
+    // these copies). A learned shape replaced without a single match was
+    // wasted: the next `backoff` lines (1, 2, 4 ... 32) are not learned, so
+    // a stream whose lines never repeat one (two choices taking turns, an
+    // escape every other line) pays about 1/33 of it; a match resets it.
+    bool matched = false;
+    std::uint8_t backoff = 0;
+    std::uint8_t skip = 0;
+
+    // Learns a line the Inspector has just parsed whole into `info`.
+    void learn(std::string_view data, Endpoint e, std::string_view event_name, const DataInfo& info) {
+        if (info.kind != DataKind::json || !info.object || info.structured_error ||
+            info.answer_fragments.size() != 1 || !shape.learn(data, info.answer_fragments.front().text)) {
+            shape.forget();
+            return;
+        }
+        endpoint = e;
+        event.assign(event_name);
+        answer_text = info.answer_text;
+        end_marker = info.end_marker;
+        if (info.finish_reason) {
+            finish_reason.emplace(*info.finish_reason);
+        } else {
+            finish_reason.reset();
+        }
+        type.assign(info.type);
+        model_count = info.model_count;
+        for (std::size_t i = 0; i < model_count; ++i) models[i].assign(info.model_slots[i]);
+        usage = info.usage;
+        key = info.answer_fragments.front().key;
+    }
+
+    // The learned line's reading with `text` as its answer text.
+    void recall(DataInfo& info, std::string_view text) const {
+        reset(info);
+        info.kind = DataKind::json;
+        info.object = true;
+        info.answer_text = answer_text;
+        info.end_marker = end_marker;
+        if (finish_reason) info.finish_reason = std::string_view(*finish_reason);
+        info.type = type;
+        info.model_count = model_count;
+        for (std::size_t i = 0; i < model_count; ++i) info.model_slots[i] = models[i];
+        info.usage = usage;
+        info.answer_fragments.push_back({key, text});
+    }
+};
+
+LineMemo::LineMemo() : impl_(std::make_unique<Impl>()) {}
+LineMemo::~LineMemo() = default;
+LineMemo::LineMemo(LineMemo&&) noexcept = default;
+LineMemo& LineMemo::operator=(LineMemo&&) noexcept = default;
+void LineMemo::forget() { impl_->shape.forget(); }
+
+const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint, std::string_view event_name,
+                                   const char* readable_end, LineMemo& memo) {
+    Impl& m = *impl_;
+    LineMemo::Impl& mine = *memo.impl_;
+    if (!m.dom_fast_path) return inspect(data, endpoint, event_name, readable_end);
+    if (mine.shape.known() && endpoint == mine.endpoint && event_name == mine.event) {
+        if (const std::optional<std::string_view> text = mine.shape.match(data)) {
+            // The memo's line with only its answer text (and members no rule
+            // reads) changed: it reads as that line did (repeated_shape.hpp).
+            mine.recall(m.info, *text);
+            mine.matched = true;
             m.last_fast = true;
             m.last_repeat = true;
             return m.info;
         }
     }
-    if (data == done_marker) {
-        m.shape.forget();
-        m.last_repeat = false;
-        reset(impl_->info);
-        impl_->info.kind = DataKind::done;
-        impl_->info.end_marker =
-            endpoint == Endpoint::chat_completions || endpoint == Endpoint::completions;
-        return impl_->info;
+    inspect(data, endpoint, event_name, readable_end);
+    if (mine.shape.known()) {
+        mine.backoff = mine.matched ? 0 : static_cast<std::uint8_t>(std::min(32, mine.backoff * 2 + (mine.backoff == 0)));
+        mine.skip = mine.backoff;
     }
-    if (m.walk(data, endpoint, event_name, readable_end) && m.dom_fast_path && m.last_fast &&
-        m.info.object && !m.info.structured_error && m.info.answer_fragments.size() == 1 &&
-        m.shape.learn(data, m.info.answer_fragments.front().text)) {
-        m.shape_endpoint = endpoint;
-        m.shape_event.assign(event_name);
+    mine.shape.forget();
+    mine.matched = false;
+    if (mine.skip > 0) {
+        --mine.skip;
+    } else if (m.last_fast) {
+        mine.learn(data, endpoint, event_name, m.info);  // not [DONE], nor a line the On-Demand walk read
     }
     return m.info;
+}
+
+const DataInfo& Inspector::inspect(const Event& event, std::size_t index, Endpoint endpoint, LineMemo& memo) {
+    return inspect(event.data[index], endpoint, event.name, event.readable_end, memo);
 }
 
 bool Inspector::last_line_took_fast_path() const { return impl_->last_fast; }

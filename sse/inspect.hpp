@@ -13,9 +13,10 @@
 // Never reads an error message. The one walk serves every per-event check:
 // the credential scan takes the answer-text fragments it collected rather
 // than parsing the line again (SPEC section 8's cost: every event of every
-// stream). A line that repeats the last parsed one but for its answer text
-// (and members no rule reads) is proved to be that document with those
-// values changed and is not parsed at all (sse/repeated_shape.hpp).
+// stream). A line that repeats its stream's last parsed one but for its
+// answer text (and members no rule reads) is proved to be that document with
+// those values changed and is not parsed at all (LineMemo,
+// sse/repeated_shape.hpp).
 #pragma once
 
 #include "policy/endpoint.hpp"
@@ -165,6 +166,25 @@ struct BodyIdentity {
     Usage usage{};
 };
 
+// One stream's memory of its last line parsed whole, for reading its later
+// lines without a parse when they repeat that line's shape
+// (sse/repeated_shape.hpp): the shape, and what the parse said, in strings of
+// its own. Per stream, because a worker's Inspector serves many streams
+// whose reads interleave. Empty until a line teaches it.
+class LineMemo {
+public:
+    LineMemo();
+    ~LineMemo();
+    LineMemo(LineMemo&&) noexcept;
+    LineMemo& operator=(LineMemo&&) noexcept;
+    void forget();
+
+private:
+    friend class Inspector;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
 class Inspector {
 public:
     Inspector();
@@ -185,12 +205,19 @@ public:
                             const char* readable_end = nullptr);
     // The same for data line `index` of a reader's event.
     const DataInfo& inspect(const Event& event, std::size_t index, policy::Endpoint endpoint);
+    // The same, for a line of the stream `memo` remembers: a line of its
+    // last parsed line's shape is read from the memo without a parse, and a
+    // line parsed whole teaches it. The answer's views may point into the
+    // memo: keep it until the next call.
+    const DataInfo& inspect(std::string_view data, policy::Endpoint endpoint, std::string_view event_name,
+                            const char* readable_end, LineMemo& memo);
+    const DataInfo& inspect(const Event& event, std::size_t index, policy::Endpoint endpoint, LineMemo& memo);
     // Whether the last inspect() read its line with the DOM fast path (for
     // the tests that hold the two paths to the same results).
     bool last_line_took_fast_path() const;
-    // Whether the last inspect() read its line as the line before it with
-    // only the answer text changed, without parsing it
-    // (sse/repeated_shape.hpp); such a line also counts as the fast path's.
+    // Whether the last inspect() read its line from a LineMemo, without
+    // parsing it (sse/repeated_shape.hpp); such a line also counts as the
+    // fast path's.
     bool last_line_repeated_shape() const;
 
     // The answer is the Inspector's own, valid until its next call; its

@@ -11,7 +11,8 @@
 // The headline ("identity + credentials per event") is the relay's whole
 // per-event boundary work, called as proxy/turn.cpp stream_attempt calls it:
 // the event's raw bytes to the credential stream scan, then for its data line
-// one Inspector::inspect (the only JSON parse), its answer-text fragments to
+// one Inspector::inspect (the only JSON parse, or none when the line repeats
+// the last one's shape, as these chunks do), its answer-text fragments to
 // the credential scan's second channel, and the line to the identity check.
 // The events are sse::Event values as the Reader yields them for one event per
 // upstream read: nothing readable past the event, so the Inspector copies the
@@ -100,6 +101,7 @@ int main(int argc, char** argv) {
     }
 
     Inspector inspector;
+    LineMemo memo;  // the stream's
     StreamIdentity identity(rule);
     StreamScan scan = scanner.stream_scan();
 
@@ -107,7 +109,7 @@ int main(int argc, char** argv) {
     const auto relay_event = [&](const Event& e) {
         sink += static_cast<int>(scan.feed_bytes(e.raw));
         for (std::size_t i = 0; i < e.data.size(); ++i) {
-            const DataInfo& info = inspector.inspect(e, i, chat);
+            const DataInfo& info = inspector.inspect(e, i, chat, memo);
             sink += static_cast<int>(scan.feed_answer_text(info.answer_fragments));
             sink += static_cast<int>(identity.on_line(info));
         }
@@ -119,14 +121,27 @@ int main(int argc, char** argv) {
         return 1;
     }
 
+    // The chunks differ only in their answer text, so after the first each
+    // is read from the stream's memo, without a parse (sse/repeated_shape.hpp).
     const Figure inspect_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += inspector.inspect(at(i).event, 0, chat, memo).answer_text;
+    });
+    // Parsed whole: without the stream's memo.
+    const Figure parse_ns = ns_per_event(events, [&](std::size_t i) {
         sink += inspector.inspect(at(i).event, 0, chat).answer_text;
     });
-    const Figure inspect_in_place_ns = ns_per_event(events, [&](std::size_t i) {
+    const Figure parse_in_place_ns = ns_per_event(events, [&](std::size_t i) {
         const Chunk& c = at(i);
         sink += inspector.inspect(std::string_view(c.padded.data(), c.line.size()), chat, {},
                                   c.padded.data() + c.padded.size())
                     .answer_text;
+    });
+    // Parsed whole and learned, as every line of a stream whose lines never
+    // repeat the last one's shape: the event name alternates (it changes
+    // nothing else on chat), so no line matches what the memo learned.
+    const std::string_view names[] = {"", "x"};
+    const Figure learn_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += inspector.inspect(at(i).line, chat, names[i % 2], nullptr, memo).answer_text;
     });
     identity.reset();
     const Figure id_ns = ns_per_event(events, [&](std::size_t i) {
@@ -169,8 +184,10 @@ int main(int argc, char** argv) {
     std::printf("events: %zu\n", events);
     using modelproxy::bench::print;
     print("identity + credentials per event (as the relay runs them)", all_ns, "ns/event");
-    print("  Inspector::inspect (copied into its padded buffer)", inspect_ns, "ns/event");
-    print("  Inspector::inspect (in place, padding readable)", inspect_in_place_ns, "ns/event");
+    print("  Inspector::inspect (a line of the stream's last shape: no parse)", inspect_ns, "ns/event");
+    print("  Inspector::inspect (parsed whole, copied into its padded buffer)", parse_ns, "ns/event");
+    print("  Inspector::inspect (parsed whole, in place, padding readable)", parse_in_place_ns, "ns/event");
+    print("  Inspector::inspect (parsed whole, copied, and learned)", learn_ns, "ns/event");
     print("  credentials: raw bytes stream scan", raw_ns, "ns/event");
     print("  credentials: answer-text stream scan (fragments)", text_ns, "ns/event");
     print("  identity (StreamIdentity::on_line)", id_ns, "ns/event");

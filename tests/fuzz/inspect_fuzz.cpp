@@ -97,10 +97,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
     if (as_other.structured_error) MP_FUZZ_CHECK(declared && same_error(declared, as_other.error));
     MP_FUZZ_CHECK(same_error(declared, modelproxy::sse::parse_error_body(line)));
 
-    // With a newline (which no data line holds), the input is two lines: the
-    // second read right after the first, which may take it as the first with
-    // only its answer text changed (sse/repeated_shape.hpp), must read as a
-    // fresh On-Demand walk reads it, fragments included.
+    // With a newline (which no data line holds), the input is two lines of
+    // one stream: the second, read after the first with the stream's memo,
+    // which may take it as the first with only its answer text changed
+    // (sse/repeated_shape.hpp), must read as a fresh On-Demand walk reads it,
+    // fragments included.
     if (const void* newline = std::memchr(exact.get(), '\n', size)) {
         const std::size_t cut = static_cast<std::size_t>(static_cast<const char*>(newline) - exact.get());
         const std::string_view first = line.substr(0, cut);
@@ -109,8 +110,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* bytes, std::size_t siz
         Inspector fresh(false);
         for (const Endpoint endpoint : all_endpoints) {
             for (const std::string_view event_name : {std::string_view(), std::string_view("error")}) {
-                after.inspect(first, endpoint, event_name);
-                const DataInfo& a = after.inspect(second, endpoint, event_name);
+                modelproxy::sse::LineMemo memo;
+                after.inspect(first, endpoint, event_name, nullptr, memo);
+                const DataInfo& a = after.inspect(second, endpoint, event_name, nullptr, memo);
                 const DataInfo& b = fresh.inspect(second, endpoint, event_name);
                 MP_FUZZ_CHECK_THAT(same_info(a, b) && same_fragments(a, b),
                                    "a line read after another reads differently from the same line read alone");

@@ -16,6 +16,7 @@ using modelproxy::sse::AnswerFragment;
 using modelproxy::sse::DataInfo;
 using modelproxy::sse::DataKind;
 using modelproxy::sse::Inspector;
+using modelproxy::sse::LineMemo;
 
 namespace {
 
@@ -167,14 +168,16 @@ const std::vector<std::string> shaped_lines = {
     R"({"id":"chatcmpl-1","created":17,"model":"m","choices":[{"index":0,"delta":{"content":" a"},"finish_reason":null}],"obfuscation":"Zq"})",
     R"({"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hel","obfuscation":"xy"})",
     R"({"type":"response.output_text.delta","sequence_number":-0,"created":1e5,"id":{"a":"b"},"delta":"Hel"})",
+    R"({"choices":[{"index":0,"delta":{"content":"end"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}})",
     R"({"choices":[{"delta":{"content":"x"}}],"id":"x"})",  // two tokens "x": never learned
     R"({"model":"x","choices":[{"delta":{"content":"x"}}]})",
 };
 
 void compare_after(Inspector& fast, Inspector& slow, const std::string& base, std::string_view line,
                    Endpoint endpoint, std::string_view event) {
-    fast.inspect(base, endpoint, event);
-    const std::string a = describe(fast.inspect(line, endpoint, event));
+    LineMemo memo;
+    fast.inspect(base, endpoint, event, nullptr, memo);
+    const std::string a = describe(fast.inspect(line, endpoint, event, nullptr, memo));
     const std::string b = describe(slow.inspect(line, endpoint, event));
     if (a != b) {
         CAPTURE(base, line, static_cast<int>(endpoint), event);
@@ -223,18 +226,22 @@ TEST_CASE("inspect paths: a chunk that only changes its answer text is read with
     const std::string third =
         "{\"id\":\"c\",\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" fox \xc3\xa9\"},"
         "\"finish_reason\":null}]}";
+    const auto chat = Endpoint::chat_completions;
     Inspector fast;
     Inspector slow(false);
-    fast.inspect(first, Endpoint::chat_completions);
+    LineMemo memo;
+    fast.inspect(first, chat, {}, nullptr, memo);
     CHECK_FALSE(fast.last_line_repeated_shape());
 
-    // An escape: parsed whole.
-    const DataInfo& escaped = fast.inspect(next, Endpoint::chat_completions);
+    // An escape: parsed whole (and it teaches the memo nothing).
+    const DataInfo& escaped = fast.inspect(next, chat, {}, nullptr, memo);
     CHECK_FALSE(fast.last_line_repeated_shape());
-    CHECK(describe(escaped) == describe(slow.inspect(next, Endpoint::chat_completions)));
+    CHECK(describe(escaped) == describe(slow.inspect(next, chat)));
+    fast.inspect(third, chat, {}, nullptr, memo);
+    CHECK_FALSE(fast.last_line_repeated_shape());
 
-    fast.inspect(first, Endpoint::chat_completions);
-    const DataInfo& info = fast.inspect(third, Endpoint::chat_completions);
+    fast.inspect(first, chat, {}, nullptr, memo);
+    const DataInfo& info = fast.inspect(third, chat, {}, nullptr, memo);
     CHECK(fast.last_line_repeated_shape());
     CHECK(fast.last_line_took_fast_path());
     REQUIRE(info.answer_fragments.size() == 1);
@@ -242,39 +249,87 @@ TEST_CASE("inspect paths: a chunk that only changes its answer text is read with
     CHECK(info.answer_text);
     REQUIRE(info.models().size() == 1);
     CHECK(info.models()[0] == "gpt-4o-mini");
-    CHECK(describe(info) == describe(slow.inspect(third, Endpoint::chat_completions)));
+    CHECK(describe(info) == describe(slow.inspect(third, chat)));
 
     // OpenAI's per-line `obfuscation` changes with the text.
     const std::string obfuscated =
         R"({"id":"c","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" the"}}],"obfuscation":"Zq"})";
     const std::string obfuscated_next =
         R"({"id":"c","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":" lazy dog"}}],"obfuscation":"x1"})";
-    fast.inspect(obfuscated, Endpoint::chat_completions);
-    const DataInfo& next_info = fast.inspect(obfuscated_next, Endpoint::chat_completions);
+    fast.inspect(obfuscated, chat, {}, nullptr, memo);
+    const DataInfo& next_info = fast.inspect(obfuscated_next, chat, {}, nullptr, memo);
     CHECK(fast.last_line_repeated_shape());
-    CHECK(describe(next_info) == describe(slow.inspect(obfuscated_next, Endpoint::chat_completions)));
+    CHECK(describe(next_info) == describe(slow.inspect(obfuscated_next, chat)));
 
-    // Another endpoint or event name, [DONE] in between, or a body read in
-    // between: parsed whole.
-    fast.inspect(first, Endpoint::chat_completions);
-    fast.inspect(third, Endpoint::completions);
+    // Another endpoint or event name, or [DONE] in between: parsed whole.
+    fast.inspect(first, chat, {}, nullptr, memo);
+    fast.inspect(third, Endpoint::completions, {}, nullptr, memo);
     CHECK_FALSE(fast.last_line_repeated_shape());
-    fast.inspect(first, Endpoint::chat_completions);
-    fast.inspect(third, Endpoint::chat_completions, "error");
+    fast.inspect(first, chat, {}, nullptr, memo);
+    fast.inspect(third, chat, "error", nullptr, memo);
     CHECK_FALSE(fast.last_line_repeated_shape());
-    fast.inspect(first, Endpoint::chat_completions);
-    CHECK(fast.inspect("[DONE]", Endpoint::chat_completions).kind == DataKind::done);
-    fast.inspect(third, Endpoint::chat_completions);
+    fast.inspect(first, chat, {}, nullptr, memo);
+    CHECK(fast.inspect("[DONE]", chat, {}, nullptr, memo).kind == DataKind::done);
+    fast.inspect(third, chat, {}, nullptr, memo);
     CHECK_FALSE(fast.last_line_repeated_shape());
-    fast.inspect(first, Endpoint::chat_completions);
-    CHECK(fast.body_identity(R"({"model":"other"})", Endpoint::chat_completions).models.at(0) == "other");
-    const DataInfo& after_body = fast.inspect(third, Endpoint::chat_completions);
-    CHECK_FALSE(fast.last_line_repeated_shape());
-    REQUIRE(after_body.models().size() == 1);
-    CHECK(after_body.models()[0] == "gpt-4o-mini");
 
-    // The On-Demand-only Inspector never takes it.
-    slow.inspect(first, Endpoint::chat_completions);
-    slow.inspect(third, Endpoint::chat_completions);
+    // The memo keeps its own strings: another stream's lines, a body and a
+    // line read without a memo in between change nothing it says.
+    LineMemo other;
+    fast.inspect(first, chat, {}, nullptr, memo);
+    fast.inspect(R"({"model":"m2","choices":[{"delta":{"content":"a"}}]})", chat, {}, nullptr, other);
+    CHECK(fast.body_identity(R"({"model":"other"})", chat).models.at(0) == "other");
+    fast.inspect(R"({"model":"m3","choices":[{"delta":{"content":"b"}}]})", chat);
+    const DataInfo& after = fast.inspect(third, chat, {}, nullptr, memo);
+    CHECK(fast.last_line_repeated_shape());
+    REQUIRE(after.models().size() == 1);
+    CHECK(after.models()[0] == "gpt-4o-mini");
+    CHECK(describe(after) == describe(slow.inspect(third, chat)));
+    const DataInfo& theirs = fast.inspect(R"({"model":"m2","choices":[{"delta":{"content":"cc"}}]})", chat, {},
+                                          nullptr, other);
+    CHECK(fast.last_line_repeated_shape());
+    REQUIRE(theirs.models().size() == 1);
+    CHECK(theirs.models()[0] == "m2");
+
+    // Without a memo, or on the On-Demand-only Inspector: never.
+    fast.inspect(first, chat);
+    fast.inspect(third, chat);
+    CHECK_FALSE(fast.last_line_repeated_shape());
+    LineMemo slow_memo;
+    slow.inspect(first, chat, {}, nullptr, slow_memo);
+    slow.inspect(third, chat, {}, nullptr, slow_memo);
     CHECK_FALSE(slow.last_line_repeated_shape());
+}
+
+TEST_CASE("inspect paths: a memo whose learned line was never repeated learns less often, until one is",
+          "[inspect]") {
+    const auto chat = Endpoint::chat_completions;
+    const auto line = [](std::string_view model, std::string_view text) {
+        return R"({"model":")" + std::string(model) + R"(","choices":[{"index":0,"delta":{"content":")" +
+               std::string(text) + R"("}}]})";
+    };
+    Inspector fast;
+    Inspector slow(false);
+    LineMemo memo;
+    const auto read = [&](const std::string& l) {
+        const std::string a = describe(fast.inspect(l, chat, {}, nullptr, memo));
+        CHECK(a == describe(slow.inspect(l, chat)));
+        return fast.last_line_repeated_shape();
+    };
+    CHECK_FALSE(read(line("a", "1")));  // learned
+    CHECK_FALSE(read(line("b", "1")));  // a's shape never matched: b's is not learned
+    CHECK_FALSE(read(line("b", "2")));  // learned
+    CHECK(read(line("b", "3")));        // matched: learning as before
+    CHECK_FALSE(read(line("c", "1")));  // learned at once
+    CHECK(read(line("c", "2")));
+    // A hundred shapes that never repeat, then one that does: learning has
+    // backed off (to every 33rd line), so the repeats are found a little
+    // later, and within 33 lines; every line reads as a parse reads it.
+    for (int i = 0; i < 100; ++i) CHECK_FALSE(read(line("m" + std::to_string(i), "x")));
+    int first_match = -1;
+    for (int i = 0; i < 40 && first_match < 0; ++i)
+        if (read(line("z", "t" + std::to_string(i)))) first_match = i;
+    CHECK(first_match > 1);
+    CHECK(first_match <= 33);
+    CHECK(read(line("z", "more")));
 }
