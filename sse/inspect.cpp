@@ -87,7 +87,6 @@ struct Inspector::Impl {
 
 bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string_view event_name,
                            const char* readable_end) {
-    last_repeat = false;
     last_fast = false;
     reset(info);
     top_error = ErrorFields{};
@@ -194,6 +193,7 @@ const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint,
     Impl& m = *impl_;
     m.last_repeat = false;
     if (data == done_marker) {
+        m.last_fast = false;
         reset(m.info);
         m.info.kind = DataKind::done;
         m.info.end_marker = endpoint == Endpoint::chat_completions || endpoint == Endpoint::completions;
@@ -227,11 +227,27 @@ struct LineMemo::Impl {
     std::uint8_t backoff = 0;
     std::uint8_t skip = 0;
 
-    // Learns a line the Inspector has just parsed whole into `info`.
+    // After a line the Inspector has just read whole into `info` (`dom`: by
+    // the DOM fast path): the learned shape, if any, is replaced, by this
+    // line's unless the back-off skips it.
+    void after_parse(std::string_view data, Endpoint e, std::string_view event_name, const DataInfo& info,
+                     bool dom) {
+        if (shape.known()) {
+            backoff = matched ? 0 : backoff == 0 ? 1 : std::min<std::uint8_t>(32, backoff * 2);
+            skip = backoff;
+        }
+        shape.forget();
+        matched = false;
+        if (skip > 0) {
+            --skip;
+        } else if (dom) {  // not [DONE], nor a line the On-Demand walk read
+            learn(data, e, event_name, info);
+        }
+    }
+
     void learn(std::string_view data, Endpoint e, std::string_view event_name, const DataInfo& info) {
         if (info.kind != DataKind::json || !info.object || info.structured_error ||
             info.answer_fragments.size() != 1 || !shape.learn(data, info.answer_fragments.front().text)) {
-            shape.forget();
             return;
         }
         endpoint = e;
@@ -289,17 +305,7 @@ const DataInfo& Inspector::inspect(std::string_view data, Endpoint endpoint, std
         }
     }
     inspect(data, endpoint, event_name, readable_end);
-    if (mine.shape.known()) {
-        mine.backoff = mine.matched ? 0 : static_cast<std::uint8_t>(std::min(32, mine.backoff * 2 + (mine.backoff == 0)));
-        mine.skip = mine.backoff;
-    }
-    mine.shape.forget();
-    mine.matched = false;
-    if (mine.skip > 0) {
-        --mine.skip;
-    } else if (m.last_fast) {
-        mine.learn(data, endpoint, event_name, m.info);  // not [DONE], nor a line the On-Demand walk read
-    }
+    mine.after_parse(data, endpoint, event_name, m.info, m.last_fast);
     return m.info;
 }
 
