@@ -87,12 +87,11 @@ bool RepeatedShape::learn(std::string_view line, std::string_view text) {
     if (found != 1) return false;
     for (const Slot& slot : slots_)
         if (slot.open == answer.open) return false;  // never: no rule reads a free member
-    slots_.insert(std::upper_bound(slots_.begin(), slots_.end(), answer,
-                                   [](const Slot& a, const Slot& b) { return a.open < b.open; }),
-                  answer);
+    const auto at = slots_.insert(std::upper_bound(slots_.begin(), slots_.end(), answer,
+                                                   [](const Slot& a, const Slot& b) { return a.open < b.open; }),
+                                  answer);
+    answer_ = static_cast<std::size_t>(at - slots_.begin());
     line_.assign(line);
-    answer_open_ = answer.open;
-    answer_close_ = answer.close;
     known_ = true;
     return true;
 }
@@ -102,10 +101,11 @@ std::optional<std::string_view> RepeatedShape::match(std::string_view line) cons
     // Most often only the answer text changed: the bytes before and after it
     // are L0's, which two compares show (the segments below would make five
     // or more).
-    const std::size_t suffix = line_.size() - answer_close_;
-    if (line.size() > answer_open_ + suffix && std::memcmp(line.data(), line_.data(), answer_open_) == 0 &&
-        std::memcmp(line.data() + line.size() - suffix, line_.data() + answer_close_, suffix) == 0) {
-        const std::string_view value = line.substr(answer_open_, line.size() - suffix - answer_open_);
+    const Slot& t = slots_[answer_];
+    const std::size_t suffix = line_.size() - t.close;
+    if (line.size() > t.open + suffix && std::memcmp(line.data(), line_.data(), t.open) == 0 &&
+        std::memcmp(line.data() + line.size() - suffix, line_.data() + t.close, suffix) == 0) {
+        const std::string_view value = line.substr(t.open, line.size() - suffix - t.open);
         if (!plain_string(value)) return std::nullopt;  // parsed whole (a miss is always safe)
         return value;
     }

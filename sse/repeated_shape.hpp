@@ -74,8 +74,7 @@ private:
     };
     std::string line_;         // L0, kept (storage reused from line to line)
     std::vector<Slot> slots_;  // in line order
-    std::size_t answer_open_ = 0;   // T's slot, also in slots_
-    std::size_t answer_close_ = 0;
+    std::size_t answer_ = 0;   // T's slot in slots_
     bool known_ = false;
 };
 
