@@ -92,25 +92,24 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
     top_error = ErrorFields{};
     if (text.empty()) return false;
 
-    const char* json = text.data();
-    std::size_t capacity = 0;
-    if (readable_end && readable_end >= text.data() + text.size() &&
-        static_cast<std::size_t>(readable_end - text.data()) >= text.size() + simdjson::SIMDJSON_PADDING) {
-        capacity = static_cast<std::size_t>(readable_end - text.data());
-    } else {
+    // Copied into the padded buffer, its padding a line's end: On-Demand
+    // reads the byte after an invalid text, and what it reads before the
+    // fault (the answer text kept for the credential scan) must depend
+    // neither on the bytes an earlier, longer text left in the buffer nor on
+    // what follows a line in place (the stream's next bytes, or a read
+    // buffer's stale ones after an unterminated last line).
+    const auto padded_copy = [&] {
         pad.clear_and_trim(pad_retain_bytes);
         pad.append(text);
-        // The padding is a line's end, as after a line read in place (the
-        // reader's next byte is its line ending). On-Demand reads the byte
-        // after an invalid text, and what it reads before the fault (the
-        // answer text kept for the credential scan) must not depend on the
-        // bytes an earlier, longer text left there.
         pad.append(line_end_padding);
-        json = pad.data();
-        capacity = static_cast<std::size_t>(pad.readable_end() - pad.data());
-    }
+        return pad.data();
+    };
+    // The DOM parser never reads the padding's bytes as JSON: it parses in
+    // place when there is room for it.
+    const bool room = readable_end && readable_end >= text.data() + text.size() &&
+                      static_cast<std::size_t>(readable_end - text.data()) >= text.size() + simdjson::SIMDJSON_PADDING;
+    const char* json = room ? text.data() : padded_copy();
 
-    LineWalker walker(info, endpoint, json + text.size());
     bool whole = false;
     simdjson::dom::element root;
     if (dom_fast_path && text.size() <= dom_max_bytes) {
@@ -121,10 +120,13 @@ bool Inspector::Impl::walk(std::string_view text, Endpoint endpoint, std::string
         whole = dom_fast_path && dom_parser.parse(json, text.size(), false).get(root) == SUCCESS;
     }
     last_fast = whole;
+    if (!whole && json == text.data()) json = padded_copy();
+    LineWalker walker(info, endpoint, json + text.size());
     if (whole) {
         walker.dom_document(root);
     } else {
         od::document doc;
+        const auto capacity = static_cast<std::size_t>(pad.readable_end() - pad.data());
         if (parser.iterate(json, text.size(), capacity).get(doc) != SUCCESS) return false;
         whole = walker.document(doc) == SUCCESS;
     }

@@ -554,3 +554,20 @@ TEST_CASE("inspect: an invalid line keeps the same answer text whatever longer l
         CHECK(info.answer_fragments[0].text == " quick");
     }
 }
+
+// The same, in place: after an unterminated last line the bytes that follow
+// it in the read buffer are stale, and the walk must not read them.
+TEST_CASE("inspect: an invalid line read in place keeps the same answer text whatever bytes follow it",
+          "[inspect]") {
+    const std::string line = R"({"choices":[{"delta":{"content":" quick"},"f":12}}}"a":null})";
+    for (const std::string after : {std::string(64, '\n'), std::string(64, '}'), "\n" + std::string(63, '"')}) {
+        CAPTURE(after);
+        const std::string buffer = line + after;
+        Inspector inspector;
+        const DataInfo& info = inspector.inspect(std::string_view(buffer).substr(0, line.size()),
+                                                 Endpoint::chat_completions, {}, buffer.data() + buffer.size());
+        CHECK(info.kind == DataKind::unparseable);
+        REQUIRE(info.answer_fragments.size() == 1);
+        CHECK(info.answer_fragments[0].text == " quick");
+    }
+}
