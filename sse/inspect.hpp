@@ -198,8 +198,9 @@ public:
     // One data line value (Event::data[i]). `event_name` is the event's
     // `event:` (only `error` on messages changes anything). `readable_end`,
     // when given, says memory up to there may be read: with enough room after
-    // the line (simdjson's padding) it is parsed in place, else copied into a
-    // reused padded buffer.
+    // the line (simdjson's padding) the DOM parser reads it in place, else it
+    // is copied into a reused padded buffer (always for the On-Demand walk,
+    // whose reading of an invalid line must not depend on the bytes after it).
     const DataInfo& inspect(std::string_view data, policy::Endpoint endpoint,
                             std::string_view event_name = {},
                             const char* readable_end = nullptr);
