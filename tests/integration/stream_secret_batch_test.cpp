@@ -172,8 +172,8 @@ std::string obfuscated(std::string_view model, std::string_view content, std::st
 
 }  // namespace
 
-TEST_CASE("chunks with a random obfuscation member: a key split across them is refused, and so is a model that "
-          "changes",
+TEST_CASE("chunks with a random obfuscation member: a key split across them is refused, and so are a line that "
+          "is not JSON and a model that changes",
           "[boundary][stream]") {
     SECTION("a key over three chunks") {
         const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
@@ -188,6 +188,24 @@ TEST_CASE("chunks with a random obfuscation member: a key split across them is r
         check_published_then_closed(r, joined(published), "credential_in_response");
         CHECK(r.body.find(key_3) == std::string::npos);
         CHECK(fake.request_count() == 1);
+    }
+    SECTION("a line of the same shape that is not JSON") {
+        // A raw control byte in the answer text, then a quote that ends it
+        // early: the two ways a repeated line could hide a parse failure.
+        for (const std::string bad : {std::string("a\x01b"), std::string(R"(x" "y)")}) {
+            CAPTURE(bad);
+            const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
+                                                     obfuscated("m", " world", "Zq9x")};
+            FakeProvider fake;
+            fake.push(Script::sse(
+                {joined(published) + obfuscated("m", bad, "x") + obfuscated("m", " text", "y") + finish + done}));
+            auto proxy = start_proxy(one_route(fake));
+
+            const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+            check_published_then_closed(r, joined(published), "unparseable_event");
+            CHECK(r.body.find(" text") == std::string::npos);
+            CHECK(fake.request_count() == 1);
+        }
     }
     SECTION("another model after answer text") {
         const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
