@@ -170,54 +170,44 @@ std::string obfuscated(std::string_view model, std::string_view content, std::st
            R"("},"logprobs":null,"finish_reason":null}],"obfuscation":")" + std::string(noise) + "\"}\n\n";
 }
 
+// Streams `published` and then `rest` once through a proxy, and checks that
+// the client got exactly `published` and one closing error event of `type`,
+// nothing of `absent`, after one upstream request.
+void check_closed_after(const std::vector<std::string>& published, const std::string& rest, std::string_view type,
+                        std::string_view absent) {
+    FakeProvider fake;
+    fake.push(Script::sse({joined(published) + rest}));
+    auto proxy = start_proxy(one_route(fake));
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    check_published_then_closed(r, joined(published), type);
+    CHECK(r.body.find(absent) == std::string::npos);
+    CHECK(fake.request_count() == 1);
+}
+
 }  // namespace
 
 TEST_CASE("chunks with a random obfuscation member: a key split across them is refused, and so are a line that "
           "is not JSON and a model that changes",
           "[boundary][stream]") {
+    const std::vector<std::string> greeting{role, obfuscated("m", "Hello ", "a1"), obfuscated("m", " world", "Zq9x")};
     SECTION("a key over three chunks") {
         const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
                                                  obfuscated("m", "key: ", "Zq9x"), obfuscated("m", key_1, "b"),
                                                  obfuscated("m", key_2, "QQQQQQ")};
-        FakeProvider fake;
-        fake.push(Script::sse(
-            {joined(published) + obfuscated("m", key_3, "k") + obfuscated("m", " more", "x") + finish + done}));
-        auto proxy = start_proxy(one_route(fake));
-
-        const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
-        check_published_then_closed(r, joined(published), "credential_in_response");
-        CHECK(r.body.find(key_3) == std::string::npos);
-        CHECK(fake.request_count() == 1);
+        check_closed_after(published, obfuscated("m", key_3, "k") + obfuscated("m", " more", "x") + finish + done,
+                           "credential_in_response", key_3);
     }
     SECTION("a line of the same shape that is not JSON") {
         // A raw control byte in the answer text, then a quote that ends it
         // early: the two ways a repeated line could hide a parse failure.
         for (const std::string bad : {std::string("a\x01b"), std::string(R"(x" "y)")}) {
             CAPTURE(bad);
-            const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
-                                                     obfuscated("m", " world", "Zq9x")};
-            FakeProvider fake;
-            fake.push(Script::sse(
-                {joined(published) + obfuscated("m", bad, "x") + obfuscated("m", " text", "y") + finish + done}));
-            auto proxy = start_proxy(one_route(fake));
-
-            const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
-            check_published_then_closed(r, joined(published), "unparseable_event");
-            CHECK(r.body.find(" text") == std::string::npos);
-            CHECK(fake.request_count() == 1);
+            check_closed_after(greeting, obfuscated("m", bad, "x") + obfuscated("m", " text", "y") + finish + done,
+                               "unparseable_event", " text");
         }
     }
     SECTION("another model after answer text") {
-        const std::vector<std::string> published{role, obfuscated("m", "Hello ", "a1"),
-                                                 obfuscated("m", " world", "Zq9x")};
-        FakeProvider fake;
-        fake.push(Script::sse({joined(published) + obfuscated("m2", " more", "x") + obfuscated("m", " text", "y") +
-                               finish + done}));
-        auto proxy = start_proxy(one_route(fake));
-
-        const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
-        check_published_then_closed(r, joined(published), "model_identity_mismatch");
-        CHECK(r.body.find(" more") == std::string::npos);
-        CHECK(fake.request_count() == 1);
+        check_closed_after(greeting, obfuscated("m2", " more", "x") + obfuscated("m", " text", "y") + finish + done,
+                           "model_identity_mismatch", " more");
     }
 }
