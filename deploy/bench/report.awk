@@ -15,7 +15,10 @@
 # A metric with no sample (the direct target has no proxy process) prints "-".
 BEGIN { FS = "\t"; ntargets = split("direct nginx modelproxy", targets, " ") }
 
-{ key = $2 SUBSEP $3; n[key]++; v[key, n[key]] = $4 + 0; if ($3 == "errors") errors[$2] += $4 }
+{
+    key = $2 SUBSEP $3; n[key]++; v[key, n[key]] = $4 + 0; if ($3 == "errors") errors[$2] += $4
+    byround[$1, $2, $3] = $4 + 0; if ($1 > rounds) rounds = $1
+}
 
 function median(key,    k, i, j, t, a) {
     k = n[key]
@@ -41,6 +44,18 @@ function delta(t, m,    a, b) {
     return (a == "" || b == "") ? "-" : sprintf("%+.0f", a - b)
 }
 function verdict(ok) { return ok ? "PASS" : "FAIL" }
+# modelproxy's figure over nginx's, round by round: both were taken in the
+# same round, their slices interleaved, so each ratio shares that round's
+# noise (nginx's own CPU per request moves by a quarter between rounds).
+function per_round(m,    r, out, a, b) {
+    out = ""
+    for (r = 1; r <= rounds; r++) {
+        a = byround[r, "modelproxy", m]; b = byround[r, "nginx", m]
+        if (a == "" || b == "" || b == 0) continue
+        out = out (out == "" ? "" : ", ") sprintf("%.2f", a / b)
+    }
+    return out == "" ? "-" : out
+}
 
 END {
     print "| proxy | CPU µs / request | x nginx | CPU µs / 200-event stream | x nginx | p50 / p99 µs, 1 conn | vs nginx µs | RSS MiB, 1000 idle conns | req/s, 64 conns | x nginx | streams/s, 16 conns | x nginx | RSS MiB after load |"
@@ -64,6 +79,8 @@ END {
             spread(t, "cpu_req", 1), spread(t, "cpu_stream", 0), spread(t, "p50", 0), spread(t, "p99", 0),
             spread(t, "rss_idle", 1), spread(t, "rps", 0), spread(t, "sps", 0), spread(t, "rss_load", 1), errors[t]
     }
+    print ""
+    print "modelproxy over nginx in each round: CPU per request " per_round("cpu_req") "; CPU per stream " per_round("cpu_stream")
     print ""
     m = "modelproxy"; g = "nginx"
     cr = median(m SUBSEP "cpu_req"); gr = median(g SUBSEP "cpu_req")
