@@ -8,6 +8,7 @@
 #include "proxy/turn.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/parse_step.hpp"
+#include "transport/reactor_flag.hpp"
 #include "transport/read_timer.hpp"
 #include "transport/write_now.hpp"
 
@@ -208,6 +209,9 @@ Task<void> Session::run() {
     // readiness was a spurious one; writes try the socket at once
     // (transport/write_now.hpp), which only a non-blocking socket allows.
     socket_.non_blocking(true, ignored);
+    // Each request read then says whether the socket is left empty, so the
+    // turn's client watch can wait without an epoll_ctl (reactor_flag.hpp).
+    transport::reactor_flag::report_rest(socket_);
 
     auto runtime = shared.runtime.load();
     if (open > runtime->config.limits.max_connections) {
@@ -237,7 +241,7 @@ Task<void> Session::run() {
                 co_return;
             }
             slot_ = worker_.take_slot();
-            const std::size_t n = socket_.read_some(slot_->buffer.prepare(4096), ec);
+            const std::size_t n = transport::reactor_flag::read_noting_rest(socket_, slot_->buffer.prepare(4096), ec);
             if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
             if (ec) co_return;
             slot_->buffer.commit(n);

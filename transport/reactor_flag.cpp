@@ -4,6 +4,12 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/version.hpp>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
 #include <type_traits>
 
 #if BOOST_VERSION != 108100
@@ -39,6 +45,65 @@ struct Access : Socket {
 };
 
 }  // namespace
+
+namespace internal {
+
+State* state_of(Socket& socket) { return Access::state(socket); }
+
+boost::asio::detail::epoll_reactor& reactor_of(Socket& socket) {
+    // One lookup per thread and context: use_service takes the context's
+    // service mutex. A worker's sockets all live on its one io_context.
+    thread_local boost::asio::execution_context* context = nullptr;
+    thread_local boost::asio::detail::epoll_reactor* reactor = nullptr;
+    boost::asio::execution_context& mine = socket.get_executor().context();
+    if (context != &mine) {
+        reactor = &boost::asio::use_service<boost::asio::detail::epoll_reactor>(mine);
+        context = &mine;
+    }
+    return *reactor;
+}
+
+}  // namespace internal
+
+bool report_rest(Socket& socket) {
+    const int on = 1;
+    return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
+}
+
+std::size_t read_noting_rest(Socket& socket, boost::asio::mutable_buffer buffer, boost::system::error_code& ec) {
+    iovec io{buffer.data(), buffer.size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr message{};
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+        n = ::recvmsg(socket.native_handle(), &message, MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        ec = (errno == EAGAIN || errno == EWOULDBLOCK)
+                 ? boost::system::error_code(boost::asio::error::would_block)
+                 : boost::system::error_code(errno, boost::system::system_category());
+        return 0;
+    }
+    if (n == 0) {
+        ec = boost::asio::error::eof;
+        return 0;
+    }
+    ec = {};
+    // TCP_CM_INQ: the bytes still queued after this read, or 1 when none are
+    // but a FIN is (tcp_inq_hint). Absent (TCP_INQ off, truncated control):
+    // unknown, so the flag stays as it is.
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level != SOL_TCP || c->cmsg_type != TCP_CM_INQ || c->cmsg_len < CMSG_LEN(sizeof(int))) continue;
+        int rest;
+        std::memcpy(&rest, CMSG_DATA(c), sizeof rest);
+        if (rest == 0 && (message.msg_flags & MSG_CTRUNC) == 0) note_drained(socket);
+    }
+    return static_cast<std::size_t>(n);
+}
 
 bool read_may_find_bytes(Socket& socket) {
     State* state = Access::state(socket);

@@ -1,7 +1,9 @@
 // transport/reactor_flag: Asio's per-socket read flag as the upstream reads
 // use it. A read started with the flag clear must still complete when bytes
 // come (no hang), and bytes that come while no read is pending must set it
-// again (so a pooled connection that got bytes is peeked, not trusted).
+// again (so a pooled connection that got bytes is peeked, not trusted). The
+// client side clears it after a read that left nothing (TCP_INQ), and waits
+// on it without re-arming epoll.
 #include "transport/asio_memory.hpp"  // first, as in the product
 #include "transport/reactor_flag.hpp"
 
@@ -82,4 +84,107 @@ TEST_CASE("bytes or a close that come while no read is pending set the flag agai
     SECTION("a close") { p.server.close(); }
     p.idle(50ms);
     CHECK(reactor_flag::read_may_find_bytes(p.client));
+}
+
+// The client side: a request read by read_noting_rest, then the turn's watch
+// waiting with wait_readable (proxy/session.cpp, proxy/turn_watch.cpp).
+TEST_CASE("a read that leaves the socket empty clears the flag, one that leaves bytes or a FIN does not",
+          "[reactor_flag]") {
+    Pair p;
+    REQUIRE(reactor_flag::report_rest(p.client));
+    std::array<char, 64> buffer{};
+    boost::system::error_code ec;
+
+    SECTION("all bytes read: cleared") {
+        asio::write(p.server, asio::buffer(std::string_view("request")));
+        p.idle(20ms);
+        REQUIRE(reactor_flag::read_may_find_bytes(p.client));
+        const std::size_t n = reactor_flag::read_noting_rest(p.client, asio::buffer(buffer), ec);
+        REQUIRE_FALSE(ec);
+        CHECK(std::string(buffer.data(), n) == "request");
+        CHECK_FALSE(reactor_flag::read_may_find_bytes(p.client));
+    }
+    SECTION("bytes left behind: still set") {
+        asio::write(p.server, asio::buffer(std::string_view("request and more")));
+        p.idle(20ms);
+        const std::size_t n = reactor_flag::read_noting_rest(p.client, asio::buffer(buffer.data(), 7), ec);
+        REQUIRE_FALSE(ec);
+        CHECK(n == 7);
+        CHECK(reactor_flag::read_may_find_bytes(p.client));
+    }
+    SECTION("a FIN behind the bytes: still set, and the next read sees the end") {
+        // Both arrive before the read, so epoll has already reported them:
+        // a wait that trusted a clear flag would never see this end.
+        asio::write(p.server, asio::buffer(std::string_view("request")));
+        p.server.shutdown(tcp::socket::shutdown_send);
+        p.idle(20ms);
+        const std::size_t n = reactor_flag::read_noting_rest(p.client, asio::buffer(buffer), ec);
+        REQUIRE_FALSE(ec);
+        CHECK(n == 7);
+        CHECK(reactor_flag::read_may_find_bytes(p.client));
+        reactor_flag::read_noting_rest(p.client, asio::buffer(buffer), ec);
+        CHECK(ec == asio::error::eof);
+    }
+    SECTION("nothing there: would_block, flag untouched") {
+        const std::size_t n = reactor_flag::read_noting_rest(p.client, asio::buffer(buffer), ec);
+        CHECK(n == 0);
+        CHECK(ec == asio::error::would_block);
+        CHECK(reactor_flag::read_may_find_bytes(p.client));
+    }
+}
+
+TEST_CASE("a wait on a drained socket completes on bytes, a close, a reset or a cancel", "[reactor_flag]") {
+    Pair p;
+    REQUIRE(reactor_flag::report_rest(p.client));
+    asio::write(p.server, asio::buffer(std::string_view("request")));
+    p.idle(20ms);
+    std::array<char, 64> buffer{};
+    boost::system::error_code ec;
+    reactor_flag::read_noting_rest(p.client, asio::buffer(buffer), ec);
+    REQUIRE_FALSE(ec);
+    REQUIRE_FALSE(reactor_flag::read_may_find_bytes(p.client));
+
+    bool done = false;
+    boost::system::error_code error;
+    reactor_flag::wait_readable(p.client, [&](boost::system::error_code e) {
+        done = true;
+        error = e;
+    });
+    p.idle(30ms);
+    CHECK_FALSE(done);  // nothing came: it waits
+
+    bool expect_error = false;
+    SECTION("bytes") { asio::write(p.server, asio::buffer(std::string_view("next"))); }
+    SECTION("a close") { p.server.close(); }
+    SECTION("a reset") {
+        p.server.set_option(asio::socket_base::linger(true, 0));
+        p.server.close();
+    }
+    SECTION("a cancel") {
+        p.client.cancel();
+        expect_error = true;
+    }
+    for (int i = 0; i < 200 && !done; ++i) p.io.run_one_for(10ms);
+    REQUIRE(done);
+    CHECK(static_cast<bool>(error) == expect_error);
+    if (expect_error) CHECK(error == asio::error::operation_aborted);
+}
+
+TEST_CASE("a wait on a socket whose flag is set is Asio's own wait", "[reactor_flag]") {
+    // Read to empty by a plain read: the flag stays set, though nothing is
+    // there. A wait that took the set flag for readiness would complete at
+    // once, and the turn's client would go unwatched.
+    Pair p;
+    asio::write(p.server, asio::buffer(std::string_view("request")));
+    p.idle(20ms);
+    std::array<char, 64> buffer{};
+    p.client.read_some(asio::buffer(buffer));
+    REQUIRE(reactor_flag::read_may_find_bytes(p.client));
+    bool done = false;
+    reactor_flag::wait_readable(p.client, [&](boost::system::error_code) { done = true; });
+    p.idle(30ms);
+    CHECK_FALSE(done);
+    asio::write(p.server, asio::buffer(std::string_view("next")));
+    for (int i = 0; i < 200 && !done; ++i) p.io.run_one_for(10ms);
+    CHECK(done);
 }
