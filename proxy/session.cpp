@@ -241,7 +241,15 @@ Task<void> Session::run() {
                 co_return;
             }
             slot_ = worker_.take_slot();
-            const std::size_t n = transport::reactor_flag::read_noting_rest(socket_, slot_->buffer.prepare(4096), ec);
+            int rest = -1;
+            const std::size_t n =
+                transport::reactor_flag::read_with_rest(socket_, slot_->buffer.prepare(4096), ec, rest);
+            // Nothing left behind the request, not even a FIN: the turn's
+            // client watch can wait without re-arming epoll (turn_watch.cpp).
+            // A reset that came with the request is not in `rest`; the watch
+            // then sees it only with the next readiness, or the answer's
+            // write does (README, Performance).
+            if (!ec && rest == 0) transport::reactor_flag::note_drained(socket_);
             if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
             if (ec) co_return;
             slot_->buffer.commit(n);

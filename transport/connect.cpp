@@ -1,6 +1,7 @@
 // Making an upstream connection: the TLS context a route's connections
 // share, and the resolve, connect and handshake of each new one. What is
 // done on a connection once made is upstream.cpp's.
+#include "transport/reactor_flag.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -74,6 +75,9 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
     if (!target.tls) {
         stream.expires_never();
         stream.socket().non_blocking(true);  // for write_now; async ops are unaffected
+        // Each answer read then says whether it left the socket empty
+        // (Exchange::read_head, reactor_flag.hpp).
+        reactor_flag::report_rest(stream.socket());
         result.connection = std::make_unique<Connection>(std::move(stream));
         co_return result;
     }

@@ -41,14 +41,20 @@ template struct Reach<&State::try_speculative_>;
 // The socket's reactor state: basic_socket's protected implementation,
 // reached through a derived class.
 struct Access : Socket {
-    static State* state(Socket& socket) { return (socket.*(&Access::impl_)).get_implementation().reactor_data_; }
+    static State*& state(Socket& socket) { return (socket.*(&Access::impl_)).get_implementation().reactor_data_; }
 };
 
 }  // namespace
 
 namespace internal {
 
-State* state_of(Socket& socket) { return Access::state(socket); }
+State*& data_of(Socket& socket) { return Access::state(socket); }
+
+void WaitCancellation::operator()(boost::asio::cancellation_type_t type) {
+    using boost::asio::cancellation_type;
+    if (!!(type & (cancellation_type::terminal | cancellation_type::partial | cancellation_type::total)))
+        reactor->cancel_ops_by_key(descriptor, *data, detail::epoll_reactor::read_op, this);
+}
 
 boost::asio::detail::epoll_reactor& reactor_of(Socket& socket) {
     // One lookup per thread and context: use_service takes the context's
@@ -70,7 +76,9 @@ bool report_rest(Socket& socket) {
     return ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_INQ, &on, sizeof on) == 0;
 }
 
-std::size_t read_noting_rest(Socket& socket, boost::asio::mutable_buffer buffer, boost::system::error_code& ec) {
+std::size_t read_with_rest(Socket& socket, boost::asio::mutable_buffer buffer, boost::system::error_code& ec,
+                           int& rest) {
+    rest = -1;
     iovec io{buffer.data(), buffer.size()};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
     msghdr message{};
@@ -95,12 +103,11 @@ std::size_t read_noting_rest(Socket& socket, boost::asio::mutable_buffer buffer,
     ec = {};
     // TCP_CM_INQ: the bytes still queued after this read, or 1 when none are
     // but a FIN is (tcp_inq_hint). Absent (TCP_INQ off, truncated control):
-    // unknown, so the flag stays as it is.
+    // unknown.
+    if ((message.msg_flags & MSG_CTRUNC) != 0) return static_cast<std::size_t>(n);
     for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
         if (c->cmsg_level != SOL_TCP || c->cmsg_type != TCP_CM_INQ || c->cmsg_len < CMSG_LEN(sizeof(int))) continue;
-        int rest;
         std::memcpy(&rest, CMSG_DATA(c), sizeof rest);
-        if (rest == 0 && (message.msg_flags & MSG_CTRUNC) == 0) note_drained(socket);
     }
     return static_cast<std::size_t>(n);
 }

@@ -41,6 +41,9 @@ bool is_drop(const boost::system::error_code& ec) {
 bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
     Socket& socket = c.tcp().socket();
+    // The answer's last read left the socket empty with no FIN behind it
+    // (read_plain), and epoll has reported nothing since: no peek needed.
+    if (c.is_plain() && !reactor_flag::read_may_find_bytes(socket)) return true;
     char byte;
     const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     const bool empty = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -216,9 +219,36 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
             c.bound_read(deadline);
-            auto [result, n] = co_await c.read_visit([&](auto& stream) {
-                return stream.async_read_some(buffer.prepare(room), use_tuple);
-            });
+            boost::system::error_code result;
+            std::size_t n = 0;
+            if (c.is_plain()) {
+                // As the socket's async_read_some, but a read that says what
+                // it left (left_nothing_, see take_piece). With the flag
+                // clear the read waits for readiness first; a read that
+                // finds nothing clears it: no byte, no FIN (that reads as
+                // the end) and no reset (an error) is there.
+                Socket& socket = c.tcp().socket();
+                for (;;) {
+                    if (!reactor_flag::read_may_find_bytes(socket)) {
+                        auto [wait_ec] = co_await reactor_flag::async_wait_readable(socket, use_tuple);
+                        if (wait_ec) {
+                            result = wait_ec;
+                            break;
+                        }
+                    }
+                    int rest = -1;
+                    n = reactor_flag::read_with_rest(socket, buffer.prepare(room), result, rest);
+                    c.left_nothing_ = !result && rest == 0;
+                    if (result != asio::error::would_block) break;
+                    reactor_flag::note_drained(socket);
+                }
+            } else {
+                auto [secure_ec, got] = co_await c.read_visit([&](auto& stream) {
+                    return stream.async_read_some(buffer.prepare(room), use_tuple);
+                });
+                result = secure_ec;
+                n = got;
+            }
             boost::system::error_code read_ec = c.end_read(result);
             buffer.commit(n);
             if (read_ec == asio::error::eof) {
@@ -314,6 +344,20 @@ Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::
         out.append(body.piece);
     }
     done = parser.is_done();
+    // A whole body (piece null: TurnRun takes it right after read_head, with
+    // no wait between) is complete, and the read that brought its last bytes
+    // left the socket empty with no FIN behind them. No epoll_wait has run
+    // since that read, so whatever comes next, a late byte, a FIN or a
+    // reset, is reported by epoll and sets the flag again; until then
+    // quiet() needs no peek. A reset that came with the last bytes is not in
+    // the read's rest: the next request's send then fails, which a reused
+    // connection turns into a free resend. A stream's pieces are taken
+    // across waits, so a stream's connection is peeked as before.
+    if (done) {
+        if (c.left_nothing_ && piece == nullptr && c.buffer_.size() == 0 && c.is_plain())
+            reactor_flag::note_drained(c.tcp().socket());
+        c.left_nothing_ = false;
+    }
     // A chunked body may end with trailer fields, which the parser adds
     // after the head's (answer_parser.hpp): scanned again, as a lookup after
     // the body would see them.
@@ -325,6 +369,7 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
                                 Fault on_timeout) {
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
+    c.left_nothing_ = false;  // a read of Asio's own, which does not say
     c.bound_read(until);
     auto [result, n] = co_await c.read_visit([&](auto& stream) {
         return http::async_read_some(stream, c.buffer(), parser, use_tuple);

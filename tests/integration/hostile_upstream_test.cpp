@@ -242,6 +242,38 @@ TEST_CASE("an answer nobody asked for, sent to an idle pooled connection, never 
     check_healthy(fake, *proxy);
 }
 
+// A whole answer followed at once by a close or a reset, in one write, on a
+// connection that did not say `Connection: close`: the proxy pools it. The
+// FIN is reported by the answer's read (TCP_INQ) and the pool peeks; the
+// reset is not, so the pool trusts the connection without a peek, and the
+// next request's send fails on it (README, Performance). Either way the next
+// request goes out on a new connection, as its one attempt.
+TEST_CASE("a pooled connection closed or reset right after a whole answer: the next request takes a new one",
+          "[hostile]") {
+    FakeProvider fake;
+    auto proxy = start_proxy_to(fake.base_url("/v1"), {}, one_worker);
+    const std::string first = chat_answer("first");
+    Headers headers{{"Content-Type", "application/json"}, {"Content-Length", std::to_string(first.size())}};
+    SECTION("closed") { fake.push(Script{}.write(format_response_head(200, headers) + first).close()); }
+    SECTION("reset") { fake.push(Script{}.write(format_response_head(200, headers) + first).reset()); }
+    fake.push(Script::json(200, chat_answer("second")));
+
+    const Response one = post(*proxy, "end-after-answer-1");
+    CAPTURE(one.wire);
+    REQUIRE(one.ok());
+    CHECK(one.body == first);
+    const Response two = post(*proxy, "end-after-answer-2");
+    CAPTURE(two.wire);
+    REQUIRE(two.ok());
+    CHECK(two.status == 200);
+    CHECK(two.body == chat_answer("second"));
+    CHECK(two.header("x-modelproxy-attempts") == "1");
+    REQUIRE(fake.request_count() == 2);
+    const auto requests = fake.requests();
+    CHECK(requests[0].connection_id != requests[1].connection_id);
+    check_healthy(fake, *proxy);
+}
+
 // A pooled connection's answer that ends in a close right after its first
 // body bytes, in one write: the close arrives with those bytes, and only the
 // read after them can see it. The attempt must fail at once as a drop in the
