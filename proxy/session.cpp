@@ -146,6 +146,10 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             // Armed only for a head not yet whole (most arrive in one read):
             // the same deadline, and no clock reading when none is needed.
             read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
+            // Session::run may have cleared the read flag after a read that
+            // left nothing; a reset that came with those bytes is not in
+            // that report, so this read tries recv() first (reactor_flag.hpp).
+            transport::reactor_flag::note_unknown(socket_);
             auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
             ec = read_ec;
             timed_out = read_timer.disarm();
@@ -180,6 +184,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     bool timed_out = false;
     if (!transport::parse_buffered(parser, buffer, transport::ParseUntil::message, ec)) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
+        transport::reactor_flag::note_unknown(socket_);  // as for the head, above
         auto [read_ec, n] = co_await http::async_read(socket_, buffer, parser, use_tuple);
         ec = read_ec;
         timed_out = read_timer.disarm();
@@ -248,7 +253,8 @@ Task<void> Session::run() {
             // client watch can wait without re-arming epoll (turn_watch.cpp).
             // A reset that came with the request is not in `rest`; the watch
             // then sees it only with the next readiness, or the answer's
-            // write does (README, Performance).
+            // write does (README, Decisions). A request that needs more
+            // reads sets the flag again first (read_request).
             if (!ec && rest == 0) transport::reactor_flag::note_drained(socket_);
             if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
             if (ec) co_return;

@@ -117,6 +117,10 @@ bool read_may_find_bytes(Socket& socket) {
     return state == nullptr || (state->*speculative())[detail::epoll_reactor::read_op];
 }
 
+void note_unknown(Socket& socket) {
+    if (State* state = Access::state(socket)) (state->*speculative())[detail::epoll_reactor::read_op] = true;
+}
+
 void note_drained(Socket& socket) {
     if (State* state = Access::state(socket)) (state->*speculative())[detail::epoll_reactor::read_op] = false;
 }

@@ -55,6 +55,12 @@ bool read_may_find_bytes(Socket& socket);
 // epoll_wait since: the next read waits for readiness without a recv().
 void note_drained(Socket& socket);
 
+// Sets the flag (the next read tries recv() at once), as Asio leaves it
+// after any readiness: always safe. For a read that follows one whose rest
+// was 0 and that cleared the flag, when a reset may have come with those
+// bytes (read_with_rest).
+void note_unknown(Socket& socket);
+
 // Asks the kernel to report, with each read_with_rest(), what the socket
 // still holds (TCP_INQ, one setsockopt). False when it cannot: then every
 // read's rest is unknown.

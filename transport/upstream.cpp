@@ -42,7 +42,7 @@ bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
     Socket& socket = c.tcp().socket();
     // The answer's last read left the socket empty with no FIN behind it
-    // (read_plain), and epoll has reported nothing since: no peek needed.
+    // (Exchange::take_piece), and epoll has reported nothing since: no peek.
     if (c.is_plain() && !reactor_flag::read_may_find_bytes(socket)) return true;
     char byte;
     const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -202,6 +202,7 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
 
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
+    c.left_nothing_ = false;  // only this answer's reads say
     for (;;) {
         ResponseParser& parser = c.parser_.emplace(c.head_, c.body_view_);
         parser.header_limit(head_limit_bytes);

@@ -290,6 +290,42 @@ TEST_CASE("a client that half-closes after a whole request", "[hostile]") {
     check_healthy(fake, *proxy);
 }
 
+// A reset that arrives with the bytes it follows is not in what the proxy's
+// read learns of the socket (TCP_INQ reports bytes and a FIN, not a reset):
+// the read of the rest of the head must still find it at once, not wait for
+// a readiness epoll already reported until header_timeout_ms.
+TEST_CASE("a client that resets right after part of a request head: its connection closes at once",
+          "[hostile]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(fake);
+    check_healthy(fake, *proxy);
+    const int baseline = proxy->open_fds();
+    const std::string partial = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/js";
+    std::vector<int> fds;
+    for (int i = 0; i < 20; ++i) {
+        const int fd = raw_connect(proxy->port());
+        REQUIRE(fd >= 0);
+        fds.push_back(fd);
+    }
+    std::this_thread::sleep_for(300ms);  // accepted, each session waiting for its first byte
+    // The proxy stopped, so that each socket's bytes and reset are both
+    // there when it reads: one readiness for both, as on a busy worker.
+    REQUIRE(proxy->signal(SIGSTOP));
+    for (const int fd : fds) {
+        REQUIRE(::send(fd, partial.data(), partial.size(), MSG_NOSIGNAL) > 0);
+        const linger hard{1, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+        ::close(fd);
+    }
+    REQUIRE(proxy->signal(SIGCONT));
+    // Well inside the 10 s header_timeout_ms that would otherwise close them.
+    const int after = wait_at_most([&] { return proxy->open_fds(); }, baseline, 3s);
+    CAPTURE(baseline, after);
+    CHECK(after <= baseline);
+    CHECK(fake.request_count() == 1);  // check_healthy's own turn only
+    check_healthy(fake, *proxy);
+}
+
 // ---------------------------------------------------------------------------
 // Many connections
 
