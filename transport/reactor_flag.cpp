@@ -38,6 +38,15 @@ struct Reach {
 };
 template struct Reach<&State::try_speculative_>;
 
+// State::reactor_ (private): the reactor the socket is registered with.
+using Owner = detail::epoll_reactor* State::*;
+Owner owner();
+template <Owner member>
+struct ReachOwner {
+    friend Owner owner() { return member; }
+};
+template struct ReachOwner<&State::reactor_>;
+
 // The socket's reactor state: basic_socket's protected implementation,
 // reached through a derived class.
 struct Access : Socket {
@@ -56,17 +65,11 @@ void WaitCancellation::operator()(boost::asio::cancellation_type_t type) {
         reactor->cancel_ops_by_key(descriptor, *data, detail::epoll_reactor::read_op, this);
 }
 
-boost::asio::detail::epoll_reactor& reactor_of(Socket& socket) {
-    // One lookup per thread and context: use_service takes the context's
-    // service mutex. A worker's sockets all live on its one io_context.
-    thread_local boost::asio::execution_context* context = nullptr;
-    thread_local boost::asio::detail::epoll_reactor* reactor = nullptr;
-    boost::asio::execution_context& mine = socket.get_executor().context();
-    if (context != &mine) {
-        reactor = &boost::asio::use_service<boost::asio::detail::epoll_reactor>(mine);
-        context = &mine;
-    }
-    return *reactor;
+boost::asio::detail::epoll_reactor& reactor_of(State& state) {
+    // The socket's own registration names its reactor: no lookup in the
+    // context's services (use_service takes their mutex), and no cache that
+    // a later io_context at the same address could make stale.
+    return *(state.*owner());
 }
 
 }  // namespace internal

@@ -81,7 +81,7 @@ namespace internal {
 // The socket implementation's own pointer to its reactor state (null once
 // the socket is closed): a cancellation reads it when it fires.
 boost::asio::detail::epoll_reactor::per_descriptor_data& data_of(Socket& socket);
-boost::asio::detail::epoll_reactor& reactor_of(Socket& socket);
+boost::asio::detail::epoll_reactor& reactor_of(boost::asio::detail::epoll_reactor::descriptor_state& state);
 // A wait's per-operation cancellation, as Asio's own socket operations
 // install it: a terminal, partial or total cancellation withdraws the wait,
 // which then completes with operation_aborted.
@@ -115,7 +115,7 @@ void wait_readable(Socket& socket, Handler&& handler) {
     auto slot = boost::asio::get_associated_cancellation_slot(h);
     typename Op::ptr p = {ad::addressof(h), Op::ptr::allocate(h), nullptr};
     p.p = new (p.v) Op(boost::system::error_code(), h, socket.get_executor());
-    ad::epoll_reactor& reactor = internal::reactor_of(socket);
+    ad::epoll_reactor& reactor = internal::reactor_of(*data);
     if (slot.is_connected()) {
         p.p->cancellation_key_ =
             &slot.template emplace<internal::WaitCancellation>(&reactor, &data, socket.native_handle());
