@@ -28,10 +28,11 @@
 // FIN is waiting). A client request read that leaves nothing clears the
 // flag, and the turn's watch on the client then waits with wait_readable(),
 // which joins the reactor's queue without the epoll_ctl an Asio async_wait
-// always makes. An upstream answer whose last read left nothing clears it
-// when the answer is complete, and the pool then reuses the connection
-// without its peek. A FIN that came with the bytes is reported as something
-// left, so the flag stays set.
+// always makes. An upstream answer's head read that left nothing clears it
+// too, and the pool then reuses the connection without its peek. A FIN that
+// came with the bytes is reported as something left, so the flag stays set;
+// a reset is not, so either side sets the flag again (note_unknown) before
+// it reads more of the same message.
 #pragma once
 
 #include "transport/executor.hpp"
@@ -72,8 +73,8 @@ bool report_rest(Socket& socket);
 // reported by epoll, so note_drained() may follow, on this thread, before
 // any epoll_wait. But a reset that came with the bytes is not in the rest
 // (only the next read reports it), so a caller that clears the flag and
-// then waits for more of the same message would wait for a readiness epoll
-// already reported: clear it only when the message is complete.
+// then waited for more of the same message would wait for a readiness epoll
+// already reported: it calls note_unknown() before such a read.
 std::size_t read_with_rest(Socket& socket, boost::asio::mutable_buffer buffer, boost::system::error_code& ec,
                            int& rest);
 

@@ -42,7 +42,7 @@ bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
     Socket& socket = c.tcp().socket();
     // The answer's last read left the socket empty with no FIN behind it
-    // (Exchange::take_piece), and epoll has reported nothing since: no peek.
+    // (Exchange::read_head), and epoll has reported nothing since: no peek.
     if (c.is_plain() && !reactor_flag::read_may_find_bytes(socket)) return true;
     char byte;
     const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -202,7 +202,7 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
 
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
-    c.left_nothing_ = false;  // only this answer's reads say
+    int rest = -1;  // what the last plain read left (reactor_flag::read_with_rest)
     for (;;) {
         ResponseParser& parser = c.parser_.emplace(c.head_, c.body_view_);
         parser.header_limit(head_limit_bytes);
@@ -224,12 +224,13 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             std::size_t n = 0;
             if (c.is_plain()) {
                 // As the socket's async_read_some, but a read that says what
-                // it left (left_nothing_, see take_piece). With the flag
-                // clear the read waits for readiness first; a read that
-                // finds nothing clears it: no byte, no FIN (that reads as
-                // the end) and no reset (an error) is there.
+                // it left (`rest`, used once the head is whole, below). With
+                // the flag clear the read waits for readiness first; a read
+                // that finds nothing clears it: no byte, no FIN (that reads
+                // as the end) and no reset (an error) is there.
                 Socket& socket = c.tcp().socket();
                 for (;;) {
+                    rest = -1;
                     if (!reactor_flag::read_may_find_bytes(socket)) {
                         auto [wait_ec] = co_await reactor_flag::async_wait_readable(socket, use_tuple);
                         if (wait_ec) {
@@ -237,9 +238,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
                             break;
                         }
                     }
-                    int rest = -1;
                     n = reactor_flag::read_with_rest(socket, buffer.prepare(room), result, rest);
-                    c.left_nothing_ = !result && rest == 0;
                     if (result != asio::error::would_block) break;
                     reactor_flag::note_drained(socket);
                 }
@@ -279,6 +278,15 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         }
         break;
     }
+    // The final head is whole, and the plain read that brought its last
+    // bytes left the socket empty with no FIN behind them, with no
+    // epoll_wait since: as after a client's request (Session::run), the flag
+    // is cleared, so a pooled connection that epoll reports nothing more on
+    // is reused without a peek (quiet). A reset that came with those bytes
+    // is not in `rest`: a read of more of this body first sets the flag
+    // again (read_body), and the next request's send on a pooled connection
+    // fails on it, which a reused connection turns into a free resend.
+    if (rest == 0) reactor_flag::note_drained(c.tcp().socket());
     c.fields_ = scan_response(c.parser_->head());
     auto coding = trim(c.fields_.content_encoding.value_or(""));
     if (coding.empty() || policy::iequals(coding, "identity")) {
@@ -345,20 +353,6 @@ Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::
         out.append(body.piece);
     }
     done = parser.is_done();
-    // A whole body (piece null: TurnRun takes it right after read_head, with
-    // no wait between) is complete, and the read that brought its last bytes
-    // left the socket empty with no FIN behind them. No epoll_wait has run
-    // since that read, so whatever comes next, a late byte, a FIN or a
-    // reset, is reported by epoll and sets the flag again; until then
-    // quiet() needs no peek. A reset that came with the last bytes is not in
-    // the read's rest: the next request's send then fails, which a reused
-    // connection turns into a free resend. A stream's pieces are taken
-    // across waits, so a stream's connection is peeked as before.
-    if (done) {
-        if (c.left_nothing_ && piece == nullptr && c.buffer_.size() == 0 && c.is_plain())
-            reactor_flag::note_drained(c.tcp().socket());
-        c.left_nothing_ = false;
-    }
     // A chunked body may end with trailer fields, which the parser adds
     // after the head's (answer_parser.hpp): scanned again, as a lookup after
     // the body would see them.
@@ -370,7 +364,10 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
                                 Fault on_timeout) {
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
-    c.left_nothing_ = false;  // a read of Asio's own, which does not say
+    // read_head may have cleared the flag after the head's read left
+    // nothing; a reset that came with those bytes is not in that report, so
+    // this read tries recv() first (reactor_flag.hpp).
+    if (c.is_plain()) reactor_flag::note_unknown(c.tcp().socket());
     c.bound_read(until);
     auto [result, n] = co_await c.read_visit([&](auto& stream) {
         return http::async_read_some(stream, c.buffer(), parser, use_tuple);

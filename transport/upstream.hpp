@@ -127,11 +127,6 @@ private:
     std::optional<Inflater> inflater_;
     ResponseFields fields_;  // of the exchange's answer once its head is read
     bool reused_ = false;
-    // The last read of the answer in progress (plain TCP) left the socket
-    // empty with no FIN behind it (reactor_flag.hpp): when that read's bytes
-    // complete the answer, Asio's read flag is cleared, and the pool reuses
-    // the connection without a peek while epoll reports nothing on it.
-    bool left_nothing_ = false;
     Clock::time_point idle_since_{};
     std::uint64_t id_;
 };

@@ -127,7 +127,7 @@ TEST_CASE("a read says when it left the socket empty, and not when it left bytes
         CHECK(ec == asio::error::eof);
     }
     SECTION("a reset behind the bytes is not in the rest: only the next read reports it") {
-        // Why the upstream side clears the flag only once an answer is whole.
+        // Why a read of more of the same message sets the flag again first.
         asio::write(p.server, asio::buffer(std::string_view("request")));
         p.server.set_option(asio::socket_base::linger(true, 0));
         p.server.close();
