@@ -6,7 +6,8 @@
 # modelproxy), metric, value. Metrics:
 #   rps         requests/s at 64 connections (non-stream chat completion)
 #   cpu_req     the proxy's CPU µs per request over that run
-#   p50, p99    µs at 1 connection (wrk's histogram)
+#   p50_slice, p99_slice  µs at 1 connection (wrk's histogram), one slice;
+#               a round's p50 and p99 are the medians of its slices' (END)
 #   sps         200-event streams/s at 16 connections
 #   cpu_stream  the proxy's CPU µs per stream over that run
 #   rss_load    MiB, after a repeat's load runs
@@ -15,17 +16,23 @@
 # A metric with no sample (the direct target has no proxy process) prints "-".
 BEGIN { FS = "\t"; ntargets = split("direct nginx modelproxy", targets, " ") }
 
-{
-    key = $2 SUBSEP $3; n[key]++; v[key, n[key]] = $4 + 0; if ($3 == "errors") errors[$2] += $4
-    byround[$1, $2, $3] = $4 + 0; if ($1 > rounds) rounds = $1
+function add(r, t, m, x,    key) {
+    key = t SUBSEP m; n[key]++; v[key, n[key]] = x
+    byround[r, t, m] = x; if (r > rounds) rounds = r
 }
+$3 ~ /_slice$/ { k = $1 SUBSEP $2 SUBSEP substr($3, 1, 3); sn[k]++; sv[k, sn[k]] = $4 + 0; next }
+{ add($1 + 0, $2, $3, $4 + 0); if ($3 == "errors") errors[$2] += $4 }
 
-function median(key,    k, i, j, t, a) {
+# The median of a[1..k], sorting a in place.
+function middle(a, k,    i, j, t) {
+    for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+}
+function median(key,    k, i, a) {
     k = n[key]
     if (k == 0) return ""
     for (i = 1; i <= k; i++) a[i] = v[key, i]
-    for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-    return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+    return middle(a, k)
 }
 function lo(key,    i, m) { m = v[key, 1]; for (i = 2; i <= n[key]; i++) if (v[key, i] < m) m = v[key, i]; return m }
 function hi(key,    i, m) { m = v[key, 1]; for (i = 2; i <= n[key]; i++) if (v[key, i] > m) m = v[key, i]; return m }
@@ -58,6 +65,13 @@ function per_round(m,    r, out, a, b) {
 }
 
 END {
+    # A round's p50 (p99) for a target: the median of its slices'.
+    for (k in sn) {
+        split(k, part, SUBSEP)
+        delete a
+        for (i = 1; i <= sn[k]; i++) a[i] = sv[k, i]
+        add(part[1] + 0, part[2], part[3], middle(a, sn[k]))
+    }
     print "| proxy | CPU µs / request | x nginx | CPU µs / 200-event stream | x nginx | p50 / p99 µs, 1 conn | vs nginx µs | RSS MiB, 1000 idle conns | req/s, 64 conns | x nginx | streams/s, 16 conns | x nginx | RSS MiB after load |"
     print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
     for (i = 1; i <= ntargets; i++) {
