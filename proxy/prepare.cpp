@@ -33,8 +33,8 @@ void make_request_id(std::string& out) {
     out.assign(id, 19);
 }
 
-Reply prepare_from(Shared& shared, Request& req, const transport::RequestFields& fields, bool keep_alive,
-                  ForwardPlan& plan) {
+Reply prepare_from(Shared& shared, const transport::RequestHead& req, std::string& body,
+                   const transport::RequestFields& fields, bool keep_alive, ForwardPlan& plan) {
     plan.clear();
     auto runtime = shared.runtime.load();
     const config::Config& cfg = runtime->config;
@@ -92,7 +92,7 @@ Reply prepare_from(Shared& shared, Request& req, const transport::RequestFields&
     }
 
     const std::string_view content_type = fields.content_type.value_or("");
-    BodyFacts facts = inspect_body(content_type, req.body());
+    BodyFacts facts = inspect_body(content_type, body);
     RouteDecision decision = decide_route(method, target.path, facts, cfg);
     if (auto* refusal = std::get_if<Refusal>(&decision))
         return Reply::refusal(refusal->error, true, std::move(refusal->message));
@@ -104,8 +104,7 @@ Reply prepare_from(Shared& shared, Request& req, const transport::RequestFields&
     plan.client_model = forward.client_model;
     plan.method.assign(method);
     upstream_target(plan.target, route, target.path, target.query);
-    plan.body = forward.upstream_model ? upstream_body(req.body(), facts, *forward.upstream_model)
-                                       : std::move(req.body());
+    plan.body = forward.upstream_model ? upstream_body(body, facts, *forward.upstream_model) : std::move(body);
     plan.wants_stream = facts.wants_stream();
     plan.head_request = is_head;
     plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
@@ -132,14 +131,13 @@ Reply prepare_from(Shared& shared, Request& req, const transport::RequestFields&
     // The upstream head: the route's Host, the client's end-to-end headers
     // less credentials the route replaces, the route's key and static headers.
     // The Connection tokens are read in place for each field, not collected;
-    // all Connection fields count, the rare repeated ones found by a lookup.
-    const auto connection_fields = fields.connection_repeated ? req.equal_range(http::field::connection)
-                                                              : std::make_pair(req.end(), req.end());
+    // all Connection fields count, the rare repeated ones found by a walk.
+    const ConnectionTokens connection(fields.connection.value_or(""));
     const auto connection_listed = [&](std::string_view name) {
-        if (!fields.connection_repeated)
-            return fields.connection ? connection_lists(*fields.connection, name) : ConnectionListed::no;
-        for (auto it = connection_fields.first; it != connection_fields.second; ++it)
-            if (connection_lists(it->value(), name) == ConnectionListed::yes) return ConnectionListed::yes;
+        if (!fields.connection_repeated) return connection.lists(name);
+        for (const auto& field : req)
+            if (field.name() == http::field::connection && connection_lists(field.value(), name) == ConnectionListed::yes)
+                return ConnectionListed::yes;
         return ConnectionListed::no;
     };
     CredentialRule credentials;
@@ -199,12 +197,10 @@ Reply prepare_from(Shared& shared, Request& req, const transport::RequestFields&
 
 }  // namespace
 
-Reply prepare(Shared& shared, Request& req, ForwardPlan& plan) {
-    // The request's fields in one walk (transport/field_scan.hpp), after its
-    // body: a chunked body's trailers are fields too.
-    const transport::RequestFields fields = transport::scan_request(req);
-    const bool keep_alive = transport::keep_alive(req.version(), fields.connection) && !shared.draining.load();
-    Reply reply = prepare_from(shared, req, fields, keep_alive, plan);
+Reply prepare(Shared& shared, const transport::RequestHead& head, const transport::RequestFields& fields,
+              std::string& body, ForwardPlan& plan) {
+    const bool keep_alive = transport::keep_alive(head.version(), fields.connection) && !shared.draining.load();
+    Reply reply = prepare_from(shared, head, body, fields, keep_alive, plan);
     reply.keep_alive = keep_alive;
     return reply;
 }

@@ -28,9 +28,12 @@ struct Reply {
     }
 };
 
-// Clears `plan` and fills it for a forwarded request; the other kinds leave
-// only plan.request_id set (when the path is under /v1). Sets the reply's
-// keep_alive: the request's own (Beast's rule) unless the proxy is draining.
-Reply prepare(Shared& shared, Request& req, ForwardPlan& plan);
+// Clears `plan` and fills it for a forwarded request (whose body it takes
+// from `body`); the other kinds leave only plan.request_id set (when the path
+// is under /v1). `fields` are scan_request(head) as it is after the body (a
+// chunked body's trailers are fields too). Sets the reply's keep_alive: the
+// request's own (Beast's rule) unless the proxy is draining.
+Reply prepare(Shared& shared, const transport::RequestHead& head, const transport::RequestFields& fields,
+              std::string& body, ForwardPlan& plan);
 
 }  // namespace modelproxy::proxy

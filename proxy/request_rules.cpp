@@ -790,6 +790,20 @@ ConnectionListed connection_lists(std::string_view connection_value, std::string
     return listed ? ConnectionListed::yes : ConnectionListed::no;
 }
 
+ConnectionTokens::ConnectionTokens(std::string_view connection_value)
+    : value_(connection_value),
+      only_usual_(!any_connection_token(connection_value, [](std::string_view token) {
+          return !iequals(token, "keep-alive") && !iequals(token, "close");
+      })) {}
+
+ConnectionListed ConnectionTokens::lists(std::string_view name) const {
+    if (only_usual_ && name.size() != std::string_view("keep-alive").size() &&
+        name.size() != std::string_view("close").size()) {
+        return ConnectionListed::no;
+    }
+    return connection_lists(value_, name);
+}
+
 bool is_client_credential(std::string_view name) {
     return iequals(name, "authorization") || iequals(name, "x-api-key") || iequals(name, "api-key");
 }

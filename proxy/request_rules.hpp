@@ -277,6 +277,21 @@ bool is_hop_by_hop(std::string_view name);
 enum class ConnectionListed : bool { no, yes };
 ConnectionListed connection_lists(std::string_view connection_value, std::string_view name);
 
+// One Connection value asked about every field of a message (prepare,
+// ResponseHead::copy_upstream): connection_lists' answers, but a value whose
+// tokens are only keep-alive and close, as nearly every one is, is read once,
+// not once per field (issue 7): it can list only a field of one of those
+// names.
+class ConnectionTokens {
+public:
+    explicit ConnectionTokens(std::string_view connection_value);
+    ConnectionListed lists(std::string_view name) const;
+
+private:
+    std::string_view value_;
+    bool only_usual_;  // no token but keep-alive and close
+};
+
 // Authorization, x-api-key, api-key.
 bool is_client_credential(std::string_view name);
 

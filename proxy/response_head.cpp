@@ -29,12 +29,11 @@ void ResponseHead::add(std::string_view name, std::string_view value) {
 
 void ResponseHead::copy_upstream(const transport::Exchange& answer) {
     // The first Connection field, as the exchange's one walk of the head found
-    // it (field_scan.hpp); its tokens are read in place for each field, not
-    // collected (issue 2).
-    const std::string_view connection = answer.fields().connection.value_or("");
+    // it (field_scan.hpp); its tokens are read in place, not collected (issue 2).
+    const ConnectionTokens connection(answer.fields().connection.value_or(""));
     for (const auto& field : answer.head()) {
         const std::string_view name = field.name_string();
-        if (!forward_response_header(name, connection_lists(connection, name))) continue;
+        if (!forward_response_header(name, connection.lists(name))) continue;
         // The proxy is the one retry owner: a failure carries its own
         // x-should-retry: false (add_failure), never the upstream's.
         if ((status_ < 200 || status_ >= 300) && iequals(name, "x-should-retry")) continue;

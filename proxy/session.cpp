@@ -117,11 +117,12 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
     return ClientError::bad_request;
 }
 
-// The head's facts for check_request_head (request_rules.hpp). A plain
-// function, so that the fields it reads (one walk, transport/field_scan.hpp)
-// stay off read_request's coroutine frame.
-HeadCheck check_head(const RequestHeadParser& parser, const config::Limits& limits) {
-    const transport::RequestFields fields = transport::scan_request(parser.get());
+// The head's facts for check_request_head (request_rules.hpp), from the
+// fields the proxy reads, found in one walk (transport/field_scan.hpp) and
+// kept in `fields` for prepare(). A plain function, so that its locals stay
+// off read_request's coroutine frame.
+HeadCheck check_head(const RequestParser& parser, const config::Limits& limits, transport::RequestFields& fields) {
+    fields = transport::scan_request(parser.head());
     RequestHead head;
     head.transfer_encoding = fields.transfer_encoding;
     head.chunked = parser.chunked();  // Beast refuses Content-Length beside chunked, and lengths that disagree
@@ -135,14 +136,19 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
                                                  ReadTimer& read_timer) {
     beast::flat_buffer& buffer = slot.buffer;
 
+    // One parser reads the head, then the body. The body is read into the
+    // string the last request's plan carried (empty, with its capacity): no
+    // allocation for a body that fits.
+    slot.body.swap(slot.plan.body);
+    RequestParser& parser = slot.parser.emplace(slot.head, slot.body);
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
+
     // The head, within header_timeout_ms of its first byte.
-    RequestHeadParser& head_parser = slot.head_parser.emplace();
-    head_parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    head_parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
     {
         boost::system::error_code ec;
         bool timed_out = false;
-        if (!transport::parse_buffered(head_parser, buffer, transport::ParseUntil::head, ec)) {
+        if (!transport::parse_buffered(parser, buffer, transport::ParseUntil::head, ec)) {
             // Armed only for a head not yet whole (most arrive in one read):
             // the same deadline, and no clock reading when none is needed.
             read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
@@ -150,7 +156,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             // left nothing; a reset that came with those bytes is not in
             // that report, so this read tries recv() first (reactor_flag.hpp).
             transport::reactor_flag::note_unknown(socket_);
-            auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, head_parser, use_tuple);
+            auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, parser, use_tuple);
             ec = read_ec;
             timed_out = read_timer.disarm();
         }
@@ -159,7 +165,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             co_return ReadOutcome::close;
         }
     }
-    const HeadCheck check = check_head(head_parser, limits);
+    const HeadCheck check = check_head(parser, limits, slot.fields);
     if (check.refusal) {
         co_await refuse(*check.refusal, false);
         co_return ReadOutcome::close;
@@ -173,13 +179,6 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     }
 
     // The body, within idle_timeout_ms (a slow upload is not a slow head).
-    RequestParser& parser = slot.parser.emplace(std::move(head_parser));
-    slot.head_parser.reset();
-    // The body is read into the string the last request's plan carried
-    // (empty, with its capacity): no allocation for a body that fits.
-    parser.get().body().swap(slot.plan.body);
-    parser.get().body().clear();
-    parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
     boost::system::error_code ec;
     bool timed_out = false;
     if (!transport::parse_buffered(parser, buffer, transport::ParseUntil::message, ec)) {
@@ -193,6 +192,9 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
         if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
         co_return ReadOutcome::close;
     }
+    // A chunked body may end with trailer fields, which the parser adds
+    // after the head's (and which may move the head's text): walked again.
+    if (parser.chunked()) slot.fields = transport::scan_request(slot.head);
     co_return ReadOutcome::request;
 }
 
@@ -268,7 +270,7 @@ Task<void> Session::run() {
         // 7: a coroutine awaited costs its frame and two resumptions).
         bool stays_open = false;
         {
-            Reply reply = prepare(worker_.shared(), slot.parser->get(), slot.plan);
+            Reply reply = prepare(worker_.shared(), slot.head, slot.fields, slot.body, slot.plan);
             if (reply.kind == Reply::Kind::forward) {
                 stays_open = co_await run_turn(worker_, socket_, slot.plan, cut_);
             } else {

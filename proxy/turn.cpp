@@ -364,15 +364,15 @@ sse::IdentityRule& ForwardPlan::set_identity() {
 }
 
 void RequestSlot::clear() {
-    head_parser.reset();
     parser.reset();
+    head.clear();
     plan.clear();
     // One large request must not leave every spare slot large: what grew
     // past the usual sizes is released (the next request of that size pays
     // for it again).
     buffer.clear();
     if (buffer.capacity() > 16 * 1024) buffer.shrink_to_fit();
-    for (std::string* kept : {&plan.body, &plan.answer_body})
+    for (std::string* kept : {&body, &plan.body, &plan.answer_body})
         if (kept->capacity() > 64 * 1024) std::string().swap(*kept);
     // A stream's buffers hold one upstream read (up to 64 KiB, transport/)
     // and grow by doubling: kept up to twice that, so a stream that fills

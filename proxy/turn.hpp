@@ -11,13 +11,12 @@
 #include "proxy/server.hpp"
 #include "proxy/stream_relay.hpp"
 #include "sse/identity.hpp"
+#include "transport/field_scan.hpp"
 #include "transport/recycling.hpp"
+#include "transport/request_parser.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include <chrono>
 #include <memory>
@@ -67,23 +66,23 @@ private:
 
 namespace beast = boost::beast;
 namespace http = beast::http;
-using RequestHeadParser = http::request_parser<http::empty_body, transport::RecyclingAllocator<char>>;
-using RequestParser = http::request_parser<http::string_body, transport::RecyclingAllocator<char>>;
-using Request = http::request<http::string_body, transport::Fields>;
+using transport::RequestParser;
 
 // What a client connection needs only while one of its requests is in
-// progress: the read buffer, the parsers and the plan. A connection borrows
+// progress: the read buffer, the parser, the request's head and the plan. A connection borrows
 // one from its worker when a request's first bytes arrive and gives it back
 // when it has read all it was sent (Worker::take_slot, give_back), so an idle
 // keep-alive connection holds none of this (issue 7), and the worker's spare
 // slots keep their buffers' capacity from request to request (issue 2).
 struct RequestSlot {
-    beast::flat_buffer buffer;  // the client's bytes (pipelined ones too)
-    std::optional<RequestHeadParser> head_parser;
+    beast::flat_buffer buffer;    // the client's bytes (pipelined ones too)
+    transport::RequestHead head;  // the parser's
+    std::string body;             // the parser's; prepare() moves it to the plan
+    transport::RequestFields fields;  // the head's, as prepare() reads them (session.cpp)
     std::optional<RequestParser> parser;
     ForwardPlan plan;
 
-    // Ready for another connection: parsers gone, plan cleared, and
+    // Ready for another connection: parser gone, plan cleared, and
     // buffers that one large request grew are released rather than kept.
     void clear();
 };

@@ -22,13 +22,7 @@ void AnswerParser::on_response_impl(int code, string_view reason, int version, e
 }
 
 void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
-    std::string& text = head_.text_;
-    const auto name_at = static_cast<std::uint32_t>(text.size());
-    text.append(name_string.data(), name_string.size());
-    const auto value_at = static_cast<std::uint32_t>(text.size());
-    text.append(value.data(), value.size());
-    head_.slots_.push_back({name, name_at, static_cast<std::uint32_t>(name_string.size()), value_at,
-                            static_cast<std::uint32_t>(value.size())});
+    head_.add(name, std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
 }
 
 void AnswerParser::on_header_impl(error_code&) {}

@@ -8,13 +8,15 @@
 // instructions per answer of seven fields (callgrind, deploy/bench), and a
 // provider's answer carries two or three times that many (rate-limit and
 // tracing headers). The proxy only walks the fields in order (field_scan.hpp,
-// ResponseHead::copy_upstream), so an append per field is enough. The
-// AnswerHead lives in its Connection and is cleared for each answer: a pooled
-// connection's answers reuse its capacity.
+// ResponseHead::copy_upstream), so an append per field is enough
+// (flat_fields.hpp; a client's request is kept the same way,
+// request_parser.hpp). The AnswerHead lives in its Connection and is cleared
+// for each answer: a pooled connection's answers reuse its capacity.
 //
 // The body goes to a BodyPiece, viewed where it lies (piece_body.hpp).
 #pragma once
 
+#include "transport/flat_fields.hpp"
 #include "transport/piece_body.hpp"
 
 #include <boost/beast/http/basic_parser.hpp>
@@ -22,9 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <string_view>
-#include <vector>
 
 namespace modelproxy::transport {
 
@@ -32,57 +32,16 @@ namespace modelproxy::transport {
 // chunked body after the head's own fields). The views a Field gives point
 // into the head's text: valid until the next field is added (a trailer) or
 // the head is cleared.
-class AnswerHead {
+class AnswerHead : public FlatFields {
 public:
-    class Field {
-    public:
-        boost::beast::http::field name() const { return name_; }
-        std::string_view name_string() const { return name_string_; }
-        std::string_view value() const { return value_; }
-
-    private:
-        friend class AnswerHead;
-        Field(boost::beast::http::field name, std::string_view name_string, std::string_view value)
-            : name_(name), name_string_(name_string), value_(value) {}
-        boost::beast::http::field name_;
-        std::string_view name_string_;
-        std::string_view value_;
-    };
-
-    class iterator {
-    public:
-        Field operator*() const { return head_->at(index_); }
-        iterator& operator++() {
-            ++index_;
-            return *this;
-        }
-        bool operator==(const iterator& other) const { return index_ == other.index_; }
-
-    private:
-        friend class AnswerHead;
-        iterator(const AnswerHead* head, std::size_t index) : head_(head), index_(index) {}
-        const AnswerHead* head_;
-        std::size_t index_;
-    };
-
     unsigned result_int() const { return status_; }
     // The reason phrase as sent; empty when the status line had none.
     std::string_view reason() const { return std::string_view(text_).substr(0, reason_size_); }
     unsigned version() const { return version_; }
 
-    std::size_t size() const { return slots_.size(); }
-    Field at(std::size_t i) const {
-        const Slot& s = slots_[i];
-        const std::string_view text(text_);
-        return Field(s.name, text.substr(s.name_at, s.name_size), text.substr(s.value_at, s.value_size));
-    }
-    iterator begin() const { return iterator(this, 0); }
-    iterator end() const { return iterator(this, slots_.size()); }
-
     // Ready for the next answer, keeping the capacity.
     void clear() {
-        text_.clear();
-        slots_.clear();
+        clear_fields();
         status_ = 0;
         version_ = 0;
         reason_size_ = 0;
@@ -90,15 +49,9 @@ public:
 
 private:
     friend class AnswerParser;
-    struct Slot {
-        boost::beast::http::field name;
-        std::uint32_t name_at, name_size, value_at, value_size;
-    };
-    std::string text_;  // the reason, then each field's name and value
-    std::vector<Slot> slots_;
     unsigned status_ = 0;
     unsigned version_ = 0;
-    std::uint32_t reason_size_ = 0;
+    std::uint32_t reason_size_ = 0;  // the reason is the text's start
 };
 
 class AnswerParser : public boost::beast::http::basic_parser<false> {

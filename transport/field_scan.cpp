@@ -16,43 +16,33 @@ void keep_first(FieldValue& slot, std::string_view value) {
     if (!slot) slot = value;
 }
 
-std::string_view value_of(const Fields::value_type& field) {
-    const auto v = field.value();
-    return {v.data(), v.size()};
-}
-
-std::string_view name_of(const Fields::value_type& field) {
-    const auto n = field.name_string();
-    return {n.data(), n.size()};
-}
-
 }  // namespace
 
-RequestFields scan_request(const Fields& fields) {
+RequestFields scan_request(const FlatFields& fields) {
     RequestFields out;
     for (const auto& field : fields) {
         switch (field.name()) {
-            case http::field::content_type: keep_first(out.content_type, value_of(field)); break;
-            case http::field::content_encoding: keep_first(out.content_encoding, value_of(field)); break;
-            case http::field::expect: keep_first(out.expect, value_of(field)); break;
-            case http::field::authorization: keep_first(out.authorization, value_of(field)); break;
+            case http::field::content_type: keep_first(out.content_type, field.value()); break;
+            case http::field::content_encoding: keep_first(out.content_encoding, field.value()); break;
+            case http::field::expect: keep_first(out.expect, field.value()); break;
+            case http::field::authorization: keep_first(out.authorization, field.value()); break;
             case http::field::transfer_encoding: out.transfer_encoding = true; break;
             case http::field::connection:
                 if (out.connection) out.connection_repeated = true;
-                keep_first(out.connection, value_of(field));
+                keep_first(out.connection, field.value());
                 break;
             case http::field::unknown: {
                 // Names Beast has no enum for (a unit test checks each is unknown to it).
-                const std::string_view name = name_of(field);
+                const std::string_view name = field.name_string();
                 if (name.size() < 9 || (name[0] != 'x' && name[0] != 'X')) break;
-                if (policy::iequals(name, "x-request-id")) keep_first(out.x_request_id, value_of(field));
-                else if (policy::iequals(name, "x-api-key")) keep_first(out.x_api_key, value_of(field));
+                if (policy::iequals(name, "x-request-id")) keep_first(out.x_request_id, field.value());
+                else if (policy::iequals(name, "x-api-key")) keep_first(out.x_api_key, field.value());
                 else if (policy::iequals(name, "x-modelproxy-timeout-ms"))
-                    keep_first(out.x_modelproxy_timeout_ms, value_of(field));
+                    keep_first(out.x_modelproxy_timeout_ms, field.value());
                 else if (policy::iequals(name, "x-stainless-timeout"))
-                    keep_first(out.x_stainless_timeout, value_of(field));
+                    keep_first(out.x_stainless_timeout, field.value());
                 else if (policy::iequals(name, "x-stainless-read-timeout"))
-                    keep_first(out.x_stainless_read_timeout, value_of(field));
+                    keep_first(out.x_stainless_read_timeout, field.value());
                 break;
             }
             default: break;

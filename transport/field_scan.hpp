@@ -18,7 +18,7 @@
 #pragma once
 
 #include "transport/answer_parser.hpp"
-#include "transport/recycling.hpp"
+#include "transport/flat_fields.hpp"
 
 #include <optional>
 #include <string_view>
@@ -52,7 +52,7 @@ struct ResponseFields {
     FieldValue retry_after_ms;
 };
 
-RequestFields scan_request(const Fields& fields);
+RequestFields scan_request(const FlatFields& fields);
 ResponseFields scan_response(const AnswerHead& head);
 
 // Beast's message::keep_alive() from the first Connection field's value:

@@ -1,12 +1,15 @@
 // transport/field_scan.hpp: the fields the proxy reads, found in one walk.
 // Each answer must be what Beast's own lookup (find, operator[],
 // message::keep_alive) gives for the same parsed head, so every case is
-// checked against Beast as well as against the expected text (an answer's
-// head as the proxy's own parser keeps it, answer_parser.hpp).
+// checked against Beast as well as against the expected text. The heads are
+// kept by the proxy's own parsers (answer_parser.hpp, request_parser.hpp),
+// and what those keep of a request is checked against Beast's message too.
 #include "transport/field_scan.hpp"
+#include "transport/request_parser.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include <catch2/catch.hpp>
@@ -15,31 +18,37 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace http = boost::beast::http;
 using modelproxy::transport::FieldValue;
-using modelproxy::transport::Fields;
-using modelproxy::transport::RecyclingAllocator;
+using Fields = http::fields;
 namespace scan = modelproxy::transport;
 
 namespace {
 
 template <bool isRequest>
-using Parser = http::parser<isRequest, http::string_body, RecyclingAllocator<char>>;
+using Parser = http::parser<isRequest, http::string_body>;
 
-// Parses a whole message as the proxy's parsers do (so Beast computes each
-// field's enum itself).
+// Gives `parser` a whole message, which it must take.
 template <bool isRequest>
-std::unique_ptr<Parser<isRequest>> parse(std::string_view text) {
-    auto parser = std::make_unique<Parser<isRequest>>();
-    parser->eager(true);
+void put_all(http::basic_parser<isRequest>& parser, std::string_view text) {
+    parser.eager(true);
     boost::system::error_code ec;
-    while (!text.empty() && !parser->is_done()) {
-        const std::size_t n = parser->put(boost::asio::buffer(text.data(), text.size()), ec);
+    while (!text.empty() && !parser.is_done()) {
+        const std::size_t n = parser.put(boost::asio::buffer(text.data(), text.size()), ec);
         REQUIRE(!ec);
         text.remove_prefix(n);
     }
-    REQUIRE(parser->is_done());
+    REQUIRE(parser.is_done());
+}
+
+// Parses a whole message with Beast's own parser, the reference (which
+// computes each field's enum itself).
+template <bool isRequest>
+std::unique_ptr<Parser<isRequest>> parse(std::string_view text) {
+    auto parser = std::make_unique<Parser<isRequest>>();
+    put_all(*parser, text);
     return parser;
 }
 
@@ -52,9 +61,51 @@ FieldValue beast_first(const Fields& fields, std::string_view name) {
 
 std::optional<std::string> text(FieldValue v) { return v ? std::optional<std::string>(*v) : std::nullopt; }
 
-// Every value scan_request reports, compared with Beast's lookup of the same name.
-void check_request_against_beast(const Fields& f) {
-    const scan::RequestFields r = scan::scan_request(f);
+// A client request parsed twice: by the proxy's own parser
+// (request_parser.hpp), whose head scan_request reads, and by Beast's, the
+// reference.
+struct Request {
+    scan::RequestHead head;
+    std::string body = "the last request's bytes";  // the parser clears what it is given
+    std::unique_ptr<Parser<true>> beast;
+
+    explicit Request(std::string_view text) : beast(parse<true>(text)) {
+        scan::RequestParser parser(head, body);
+        put_all(parser, text);
+    }
+};
+
+// What the proxy's parser kept is Beast's message: method, target, version,
+// every field in order (name, value, enum), the body; and every value
+// scan_request reports is Beast's lookup of the same name.
+void check_request_against_beast(const Request& q) {
+    const auto& m = q.beast->get();
+    CHECK(q.head.method() == m.method());
+    CHECK(q.head.method_string() == std::string_view(m.method_string()));
+    CHECK(q.head.target() == std::string_view(m.target()));
+    CHECK(q.head.version() == m.version());
+    CHECK(q.body == m.body());
+    // The proxy keeps fields in arrival order; Beast's list puts a field
+    // after the last one of the same name. Ours, in Beast's order:
+    std::vector<scan::FlatFields::Field> grouped;
+    for (const auto field : q.head) {
+        auto at = grouped.end();
+        for (auto it = grouped.begin(); it != grouped.end(); ++it)
+            if (boost::beast::iequals(it->name_string(), field.name_string())) at = it + 1;
+        grouped.insert(at, field);
+    }
+    std::size_t i = 0;
+    for (const auto& field : m) {
+        REQUIRE(i < grouped.size());
+        const auto ours = grouped[i++];
+        CHECK(ours.name() == field.name());
+        CHECK(ours.name_string() == std::string_view(field.name_string()));
+        CHECK(ours.value() == std::string_view(field.value()));
+    }
+    CHECK(i == grouped.size());
+
+    const Fields& f = m;
+    const scan::RequestFields r = scan::scan_request(q.head);
     CHECK(text(r.content_type) == text(beast_first(f, "content-type")));
     CHECK(text(r.content_encoding) == text(beast_first(f, "content-encoding")));
     CHECK(text(r.expect) == text(beast_first(f, "expect")));
@@ -79,14 +130,7 @@ struct Answer {
 
     explicit Answer(std::string_view text) : beast(parse<false>(text)) {
         scan::AnswerParser parser(head, body);
-        parser.eager(true);
-        boost::system::error_code ec;
-        while (!text.empty() && !parser.is_done()) {
-            const std::size_t n = parser.put(boost::asio::buffer(text.data(), text.size()), ec);
-            REQUIRE(!ec);
-            text.remove_prefix(n);
-        }
-        REQUIRE(parser.is_done());
+        put_all(parser, text);
     }
 };
 
@@ -113,7 +157,7 @@ TEST_CASE("the names compared as strings are ones Beast has no enum for", "[fiel
 }
 
 TEST_CASE("a request's repeated fields answer with the first, as Beast's find does", "[field_scan]") {
-    auto p = parse<true>(
+    const Request q(
         "POST /v1/chat/completions HTTP/1.1\r\n"
         "Content-Type: application/json\r\n"
         "x-request-id: first-id\r\n"
@@ -125,19 +169,18 @@ TEST_CASE("a request's repeated fields answer with the first, as Beast's find do
         "connection: upgrade\r\n"
         "Content-Length: 2\r\n"
         "\r\n{}");
-    const Fields& f = p->get();
-    const scan::RequestFields r = scan::scan_request(f);
+    const scan::RequestFields r = scan::scan_request(q.head);
     CHECK(text(r.content_type) == "application/json");
     CHECK(text(r.x_request_id) == "first-id");
     CHECK(text(r.authorization) == "Bearer one");
     CHECK(text(r.connection) == "keep-alive");
     CHECK(r.connection_repeated);
     CHECK_FALSE(r.transfer_encoding);
-    check_request_against_beast(f);
+    check_request_against_beast(q);
 }
 
 TEST_CASE("unknown request names match in any case", "[field_scan]") {
-    auto p = parse<true>(
+    const Request q(
         "POST /v1/responses HTTP/1.1\r\n"
         "X-REQUEST-ID: shouted\r\n"
         "x-Api-Key: sk-odd\r\n"
@@ -148,8 +191,7 @@ TEST_CASE("unknown request names match in any case", "[field_scan]") {
         "content-ENCODING: gzip\r\n"
         "Transfer-Encoding: chunked\r\n"
         "\r\n0\r\n\r\n");
-    const Fields& f = p->get();
-    const scan::RequestFields r = scan::scan_request(f);
+    const scan::RequestFields r = scan::scan_request(q.head);
     CHECK(text(r.x_request_id) == "shouted");
     CHECK(text(r.x_api_key) == "sk-odd");
     CHECK(text(r.x_modelproxy_timeout_ms) == "1500");
@@ -158,11 +200,11 @@ TEST_CASE("unknown request names match in any case", "[field_scan]") {
     CHECK(text(r.expect) == "100-continue");
     CHECK(text(r.content_encoding) == "gzip");
     CHECK(r.transfer_encoding);
-    check_request_against_beast(f);
+    check_request_against_beast(q);
 }
 
 TEST_CASE("an absent field is none and an empty one is an empty value", "[field_scan]") {
-    auto p = parse<true>(
+    const Request q(
         "GET /v1/models HTTP/1.1\r\n"
         "x-request-id:\r\n"
         "Content-Type: \r\n"
@@ -170,8 +212,7 @@ TEST_CASE("an absent field is none and an empty one is an empty value", "[field_
         "x-request-i: nor-this\r\n"
         "Host: example\r\n"
         "\r\n");
-    const Fields& f = p->get();
-    const scan::RequestFields r = scan::scan_request(f);
+    const scan::RequestFields r = scan::scan_request(q.head);
     REQUIRE(r.x_request_id.has_value());
     CHECK(r.x_request_id->empty());
     REQUIRE(r.content_type.has_value());
@@ -182,23 +223,24 @@ TEST_CASE("an absent field is none and an empty one is an empty value", "[field_
     CHECK_FALSE(r.connection.has_value());
     CHECK_FALSE(r.connection_repeated);
     CHECK_FALSE(r.transfer_encoding);
-    check_request_against_beast(f);
+    check_request_against_beast(q);
 }
 
 TEST_CASE("a chunked body's trailer fields are seen by a scan made after the body", "[field_scan]") {
     // Why prepare() and the upstream exchange scan again after a chunked
-    // body: Beast adds trailers to the head's fields, and a lookup made after
-    // the body (as before the scan existed) finds them.
-    auto p = parse<true>(
+    // body: trailers are added after the head's fields, as Beast adds them to
+    // its own, and a lookup made after the body finds them.
+    const Request q(
         "POST /v1/chat/completions HTTP/1.1\r\n"
         "Transfer-Encoding: chunked\r\n"
         "\r\n"
         "2\r\n{}\r\n0\r\n"
         "X-Request-Id: from-trailer\r\n"
         "\r\n");
-    const scan::RequestFields r = scan::scan_request(p->get());
+    const scan::RequestFields r = scan::scan_request(q.head);
     CHECK(text(r.x_request_id) == "from-trailer");
-    check_request_against_beast(p->get());
+    CHECK(q.body == "{}");
+    check_request_against_beast(q);
 }
 
 TEST_CASE("an upstream answer's fields: first of repeats, odd case, absent, empty", "[field_scan]") {
@@ -257,10 +299,41 @@ TEST_CASE("keep_alive follows Beast's rule on the first Connection field", "[fie
         const std::string head =
             "GET / HTTP/" + std::string(c.version) + "\r\n" + std::string(c.connection_lines) + "\r\n";
         INFO(head);
-        auto p = parse<true>(head);
-        const auto& req = p->get();
-        const bool ours = scan::keep_alive(req.version(), scan::scan_request(req).connection);
+        const Request q(head);
+        const bool ours = scan::keep_alive(q.head.version(), scan::scan_request(q.head).connection);
         CHECK(ours == c.expected);
-        CHECK(ours == req.keep_alive());
+        CHECK(ours == q.beast->get().keep_alive());
     }
+}
+
+TEST_CASE("a request as the proxy's parser keeps it is Beast's message", "[field_scan]") {
+    for (std::string_view text : {
+             std::string_view("POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"),
+             std::string_view("BREW /pot HTTP/1.0\r\nx-odd:   padded value \t \r\nx-empty:\r\n\r\n"),
+             std::string_view("GET http://example.com/v1/models HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+             std::string_view("POST /v1/embeddings HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                              "3;ext=1\r\nabc\r\n4\r\ndefg\r\n0\r\nx-trailer: t\r\n\r\n"),
+             std::string_view("DELETE /v1/files/f HTTP/1.1\r\nA: 1\r\na: 2\r\nA: 3\r\n\r\n"),
+         }) {
+        INFO(text);
+        const Request q(text);
+        check_request_against_beast(q);
+    }
+}
+
+TEST_CASE("a request parser given a used head and body keeps none of the last request", "[field_scan]") {
+    scan::RequestHead head;
+    std::string body;
+    const auto parse_into = [&](std::string_view text) {
+        scan::RequestParser parser(head, body);
+        put_all(parser, text);
+    };
+    parse_into("POST /first HTTP/1.1\r\nx-request-id: one\r\nContent-Length: 3\r\n\r\nabc");
+    parse_into("GET /second HTTP/1.1\r\nHost: h\r\n\r\n");
+    CHECK(head.method() == http::verb::get);
+    CHECK(head.target() == "/second");
+    REQUIRE(head.size() == 1);
+    CHECK(head.at(0).name_string() == "Host");
+    CHECK(body.empty());
+    CHECK_FALSE(scan::scan_request(head).x_request_id.has_value());
 }

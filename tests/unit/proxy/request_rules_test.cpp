@@ -704,6 +704,26 @@ TEST_CASE("connection_lists reads the tokens in place, case-insensitively", "[re
     CHECK(connection_lists(value, name) == listed);
 }
 
+TEST_CASE("ConnectionTokens answers as connection_lists for every value and name", "[request_rules]") {
+    // The usual values (keep-alive, close) take the short way; each answer
+    // must still be connection_lists' own, for names of every length.
+    const std::string values[] = {"",           "keep-alive", "Keep-Alive",        " close ",  "close, keep-alive",
+                                  ", ,",        "x-foo",      "keep-alive, X-Foo", "closer",   "keep-alive, close, te",
+                                  "keep-alive2"};
+    const std::string names[] = {"close",  "Close", "keep-alive", "KEEP-ALIVE", "x-foo", "closer", "te",
+                                 "content-type", "", "x-foo-bar", "Keep-Alive2"};
+    for (const auto& value : values) {
+        const ConnectionTokens tokens(value);
+        for (const auto& name : names) {
+            CAPTURE(value, name);
+            CHECK(tokens.lists(name) == connection_lists(value, name));
+        }
+    }
+    CHECK(ConnectionTokens("keep-alive, close").lists("Close") == ConnectionListed::yes);
+    CHECK(ConnectionTokens("keep-alive").lists("x-foo") == ConnectionListed::no);
+    CHECK(ConnectionTokens("keep-alive, X-Foo").lists("x-foo") == ConnectionListed::yes);
+}
+
 TEST_CASE("is_client_credential and is_modelproxy_header", "[request_rules]") {
     CHECK(is_client_credential("Authorization"));
     CHECK(is_client_credential("X-Api-Key"));

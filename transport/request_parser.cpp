@@ -1,0 +1,56 @@
+#include "transport/request_parser.hpp"
+
+#include <boost/beast/http/error.hpp>
+
+namespace modelproxy::transport {
+
+namespace http = boost::beast::http;
+
+RequestParser::RequestParser(RequestHead& head, std::string& body) : head_(head), body_(body) {
+    head_.clear();
+    body_.clear();
+}
+
+// Beast clears `ec` before each of these calls; they set it only to fail.
+
+void RequestParser::on_request_impl(http::verb method, string_view method_string, string_view target, int version,
+                                    error_code&) {
+    head_.method_ = method;
+    head_.method_size_ = static_cast<std::uint32_t>(method_string.size());
+    head_.target_size_ = static_cast<std::uint32_t>(target.size());
+    head_.version_ = static_cast<unsigned>(version);
+    head_.text_.assign(method_string.data(), method_string.size());
+    head_.text_.append(target.data(), target.size());
+}
+
+void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {
+    ec = http::error::bad_version;  // never called for a request parser
+}
+
+void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
+    head_.add(name, std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
+}
+
+void RequestParser::on_header_impl(error_code&) {}
+
+// As Beast's string_body reader: room for a declared length at once (the
+// parser's body_limit has already refused one above the limit).
+void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
+    if (content_length) body_.reserve(static_cast<std::size_t>(*content_length));
+}
+
+std::size_t RequestParser::on_body_impl(string_view body, error_code&) {
+    body_.append(body.data(), body.size());
+    return body.size();
+}
+
+void RequestParser::on_chunk_header_impl(std::uint64_t, string_view, error_code&) {}
+
+std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, string_view body, error_code&) {
+    body_.append(body.data(), body.size());
+    return body.size();
+}
+
+void RequestParser::on_finish_impl(error_code&) {}
+
+}  // namespace modelproxy::transport
