@@ -3,6 +3,7 @@
 #include "policy/client_deadline.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/request_rules.hpp"
+#include "proxy/response_head.hpp"
 #include "transport/field_scan.hpp"
 
 #include <atomic>
@@ -167,10 +168,7 @@ Reply prepare_from(Shared& shared, const transport::RequestHead& req, std::strin
         if (!forward_request_header(field.name_string(), connection_listed(field.name_string()), credentials))
             continue;
         if (overridden(field.name_string())) continue;
-        h += field.name_string();
-        h += ": ";
-        h += field.value();
-        h += "\r\n";
+        append_field(h, field.name_string(), field.value());
     }
     if (route.api_key) {
         h += route.api_key_header;
@@ -179,12 +177,7 @@ Reply prepare_from(Shared& shared, const transport::RequestHead& req, std::strin
         h += *route.api_key;
         h += "\r\n";
     }
-    for (const auto& [name, value] : route.headers) {
-        h += name;
-        h += ": ";
-        h += value;
-        h += "\r\n";
-    }
+    for (const auto& [name, value] : route.headers) append_field(h, name, value);
     h += "accept-encoding: identity\r\n";
     if (!plan.body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
         h += "content-length: ";

@@ -20,12 +20,7 @@ ResponseHead::ResponseHead(unsigned status, std::string_view reason, std::string
     text_ += "\r\n";
 }
 
-void ResponseHead::add(std::string_view name, std::string_view value) {
-    text_ += name;
-    text_ += ": ";
-    text_ += value;
-    text_ += "\r\n";
-}
+void ResponseHead::add(std::string_view name, std::string_view value) { append_field(text_, name, value); }
 
 void ResponseHead::copy_upstream(const transport::Exchange& answer) {
     // The first Connection field, as the exchange's one walk of the head found

@@ -36,6 +36,11 @@ bool date_suffix(std::string_view s) {
 }  // namespace
 
 bool glob_match(std::string_view pattern, std::string_view text) {
+    // The usual accept globs first, each one compare (issue 7): a name
+    // without a `*`, and a prefix ending in the only one ("gpt-4o-2024-*").
+    const std::size_t first_star = pattern.find('*');
+    if (first_star == std::string_view::npos) return pattern == text;
+    if (first_star + 1 == pattern.size()) return text.starts_with(pattern.substr(0, first_star));
     // Greedy with one backtrack point: a later `*` supersedes an earlier one,
     // so the cost is O(pattern * text) at worst, no recursion.
     std::size_t p = 0, t = 0;

@@ -67,6 +67,8 @@ TEST_CASE("glob_match", "[identity]") {
         {"gpt-4o-mini-20*", "gpt-4o-mini-2024-07-18", true},
         {"gpt-4o-mini-20*", "gpt-4o-mini-20", true},  // * matches the empty run
         {"gpt-4o-mini-20*", "gpt-4o-mini", false},
+        {"gpt-4o-mini-20*", "xgpt-4o-mini-2024", false},  // a prefix, not a part
+        {"gpt-4o-mini-20*", "gpt-4o-mini-19*", false},
         {"GPT-4o", "gpt-4o", false},                // case-sensitive
         {"*", "", true},
         {"*", "anything", true},
