@@ -10,6 +10,7 @@
 #include "transport/parse_step.hpp"
 #include "transport/reactor_flag.hpp"
 #include "transport/read_timer.hpp"
+#include "transport/whole_request.hpp"
 #include "transport/write_now.hpp"
 
 #include <boost/asio/write.hpp>
@@ -107,6 +108,10 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
 // connection closes (SPEC sections 3 and 9): nothing when the client left or
 // the proxy is stopping, else the refusal naming the fault. One table for
 // both reads, so the head and the body cannot drift apart.
+std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
+    return v ? std::optional<std::uint64_t>(*v) : std::nullopt;
+}
+
 std::optional<ClientError> read_failure_answer(boost::system::error_code ec, bool timed_out) {
     if (ec == asio::error::operation_aborted)
         return timed_out ? std::optional<ClientError>(ClientError::request_timeout) : std::nullopt;
@@ -119,14 +124,15 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
 
 // The head's facts for check_request_head (request_rules.hpp), from the
 // fields the proxy reads, found in one walk (transport/field_scan.hpp) and
-// kept in `fields` for prepare(). A plain function, so that its locals stay
-// off read_request's coroutine frame.
-HeadCheck check_head(const RequestParser& parser, const config::Limits& limits, transport::RequestFields& fields) {
-    fields = transport::scan_request(parser.head());
+// kept in `fields` for prepare(), and from the framing the parser found. A
+// plain function, so that its locals stay off read_request's coroutine frame.
+HeadCheck check_head(const transport::RequestHead& request, bool chunked, std::optional<std::uint64_t> content_length,
+                     const config::Limits& limits, transport::RequestFields& fields) {
+    fields = transport::scan_request(request);
     RequestHead head;
     head.transfer_encoding = fields.transfer_encoding;
-    head.chunked = parser.chunked();  // Beast refuses Content-Length beside chunked, and lengths that disagree
-    if (const auto length = parser.content_length()) head.content_length = *length;
+    head.chunked = chunked;  // Beast refuses Content-Length beside chunked, and lengths that disagree
+    if (content_length) head.content_length = *content_length;
     head.content_encoding = fields.content_encoding.value_or("");
     head.expect = fields.expect.value_or("");
     return check_request_head(head, static_cast<std::uint64_t>(limits.max_request_body_bytes));
@@ -136,19 +142,28 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
                                                  ReadTimer& read_timer) {
     beast::flat_buffer& buffer = slot.buffer;
 
-    // One parser reads the head, then the body. The body is read into the
-    // string the last request's plan carried (empty, with its capacity): no
-    // allocation for a body that fits.
+    // The body is read into the string the last request's plan carried
+    // (empty, with its capacity): no allocation for a body that fits.
     slot.body.swap(slot.plan.body);
-    RequestParser& parser = slot.parser.emplace(slot.head, slot.body);
-    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    parser.body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
 
-    // The head, within header_timeout_ms of its first byte.
-    {
+    // A request that arrived whole in the strict common form is read in one
+    // pass (transport/whole_request.hpp); any other is Beast's: one parser
+    // reads its head, then its body.
+    const std::string_view buffered(static_cast<const char*>(buffer.data().data()), buffer.size());
+    const std::optional<transport::WholeRequest> whole = transport::read_whole_request(
+        buffered, static_cast<std::size_t>(limits.max_header_bytes),
+        static_cast<std::uint64_t>(limits.max_request_body_bytes), slot.head, slot.body);
+    if (whole) buffer.consume(whole->size);
+    RequestParser* parser = nullptr;
+    if (!whole) {
+        parser = &slot.parser.emplace(slot.head, slot.body);
+        parser->header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+        parser->body_limit(static_cast<std::uint64_t>(limits.max_request_body_bytes));
+
+        // The head, within header_timeout_ms of its first byte.
         boost::system::error_code ec;
         bool timed_out = false;
-        if (!transport::parse_buffered(parser, buffer, transport::ParseUntil::head, ec)) {
+        if (!transport::parse_buffered(*parser, buffer, transport::ParseUntil::head, ec)) {
             // Armed only for a head not yet whole (most arrive in one read):
             // the same deadline, and no clock reading when none is needed.
             read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
@@ -156,7 +171,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             // left nothing; a reset that came with those bytes is not in
             // that report, so this read tries recv() first (reactor_flag.hpp).
             transport::reactor_flag::note_unknown(socket_);
-            auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, parser, use_tuple);
+            auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, *parser, use_tuple);
             ec = read_ec;
             timed_out = read_timer.disarm();
         }
@@ -165,7 +180,9 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             co_return ReadOutcome::close;
         }
     }
-    const HeadCheck check = check_head(parser, limits, slot.fields);
+    const HeadCheck check =
+        whole ? check_head(slot.head, false, whole->content_length, limits, slot.fields)
+              : check_head(slot.head, parser->chunked(), to_std(parser->content_length()), limits, slot.fields);
     if (check.refusal) {
         co_await refuse(*check.refusal, false);
         co_return ReadOutcome::close;
@@ -177,14 +194,15 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
         auto [ec, n] = co_await transport::write_now(socket_, buffer);
         if (ec) co_return ReadOutcome::close;
     }
+    if (whole) co_return ReadOutcome::request;
 
     // The body, within idle_timeout_ms (a slow upload is not a slow head).
     boost::system::error_code ec;
     bool timed_out = false;
-    if (!transport::parse_buffered(parser, buffer, transport::ParseUntil::message, ec)) {
+    if (!transport::parse_buffered(*parser, buffer, transport::ParseUntil::message, ec)) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
         transport::reactor_flag::note_unknown(socket_);  // as for the head, above
-        auto [read_ec, n] = co_await http::async_read(socket_, buffer, parser, use_tuple);
+        auto [read_ec, n] = co_await http::async_read(socket_, buffer, *parser, use_tuple);
         ec = read_ec;
         timed_out = read_timer.disarm();
     }
@@ -194,7 +212,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     }
     // A chunked body may end with trailer fields, which the parser adds
     // after the head's (and which may move the head's text): walked again.
-    if (parser.chunked()) slot.fields = transport::scan_request(slot.head);
+    if (parser->chunked()) slot.fields = transport::scan_request(slot.head);
     co_return ReadOutcome::request;
 }
 

@@ -15,12 +15,8 @@ RequestParser::RequestParser(RequestHead& head, std::string& body) : head_(head)
 
 void RequestParser::on_request_impl(http::verb method, string_view method_string, string_view target, int version,
                                     error_code&) {
-    head_.method_ = method;
-    head_.method_size_ = static_cast<std::uint32_t>(method_string.size());
-    head_.target_size_ = static_cast<std::uint32_t>(target.size());
-    head_.version_ = static_cast<unsigned>(version);
-    head_.text_.assign(method_string.data(), method_string.size());
-    head_.text_.append(target.data(), target.size());
+    head_.start(method, std::string_view(method_string.data(), method_string.size()),
+                std::string_view(target.data(), target.size()), static_cast<unsigned>(version));
 }
 
 void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {

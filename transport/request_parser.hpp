@@ -32,6 +32,18 @@ public:
     std::string_view target() const { return std::string_view(text_).substr(method_size_, target_size_); }
     unsigned version() const { return version_; }
 
+    // The request line, a parser's first step: the fields and text start over.
+    void start(boost::beast::http::verb method, std::string_view method_string, std::string_view target,
+               unsigned version) {
+        clear_fields();
+        method_ = method;
+        method_size_ = static_cast<std::uint32_t>(method_string.size());
+        target_size_ = static_cast<std::uint32_t>(target.size());
+        version_ = version;
+        text_.append(method_string);
+        text_.append(target);
+    }
+
     // Ready for the next request, keeping the capacity.
     void clear() {
         clear_fields();
@@ -42,7 +54,6 @@ public:
     }
 
 private:
-    friend class RequestParser;
     boost::beast::http::verb method_ = boost::beast::http::verb::unknown;
     std::uint32_t method_size_ = 0;  // the method, then the target, are the text's start
     std::uint32_t target_size_ = 0;
