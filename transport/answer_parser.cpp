@@ -15,10 +15,8 @@ void AnswerParser::on_request_impl(http::verb, string_view, string_view, int, er
 // Beast clears `ec` before each of these calls; they set it only to fail.
 
 void AnswerParser::on_response_impl(int code, string_view reason, int version, error_code&) {
-    head_.status_ = static_cast<unsigned>(code);
-    head_.version_ = static_cast<unsigned>(version);
-    head_.text_.assign(reason.data(), reason.size());
-    head_.reason_size_ = static_cast<std::uint32_t>(reason.size());
+    head_.start(static_cast<unsigned>(code), std::string_view(reason.data(), reason.size()),
+                static_cast<unsigned>(version));
 }
 
 void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {

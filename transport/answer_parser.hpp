@@ -39,6 +39,15 @@ public:
     std::string_view reason() const { return std::string_view(text_).substr(0, reason_size_); }
     unsigned version() const { return version_; }
 
+    // The status line, a parser's first step: the fields and text start over.
+    void start(unsigned status, std::string_view reason, unsigned version) {
+        clear_fields();
+        status_ = status;
+        version_ = version;
+        reason_size_ = static_cast<std::uint32_t>(reason.size());
+        text_.append(reason);
+    }
+
     // Ready for the next answer, keeping the capacity.
     void clear() {
         clear_fields();
@@ -48,7 +57,6 @@ public:
     }
 
 private:
-    friend class AnswerParser;
     unsigned status_ = 0;
     unsigned version_ = 0;
     std::uint32_t reason_size_ = 0;  // the reason is the text's start

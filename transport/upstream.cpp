@@ -157,6 +157,7 @@ Exchange& Exchange::operator=(Exchange&& other) noexcept {
 void Exchange::end() {
     if (connection_) {
         connection_->parser_.reset();
+        connection_->whole_.reset();
         connection_->inflater_.reset();
         connection_->fields_ = {};  // its views were into the parser's fields
     }
@@ -215,7 +216,21 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         // loop bounds the whole head (parse_head).
         boost::system::error_code ec;
         std::size_t consumed = 0;
-        while (!parse_head(parser, c.buffer(), consumed, head_limit_bytes, ec)) {
+        c.whole_.reset();
+        c.whole_taken_ = false;
+        for (;;) {
+            // An answer that is all there in the strict form is read in one
+            // pass (whole_answer.hpp); any other is the parser's. An answer
+            // to HEAD has no body whatever its head says: the parser's.
+            if (!no_body_ && consumed == 0 && c.buffer().size() > 0 && !parser.got_some()) {
+                const std::string_view bytes(static_cast<const char*>(c.buffer().data().data()), c.buffer().size());
+                c.whole_ = read_whole_answer(bytes, head_limit_bytes, c.head_);
+                if (c.whole_) {
+                    c.buffer().consume(c.whole_->head_size);
+                    break;
+                }
+            }
+            if (parse_head(parser, c.buffer(), consumed, head_limit_bytes, ec)) break;
             beast::flat_buffer& buffer = c.buffer();
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
@@ -287,7 +302,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     // again (read_body), and the next request's send on a pooled connection
     // fails on it, which a reused connection turns into a free resend.
     if (rest == 0) reactor_flag::note_drained(c.tcp().socket());
-    c.fields_ = scan_response(c.parser_->head());
+    c.fields_ = scan_response(c.head_);
     auto coding = trim(c.fields_.content_encoding.value_or(""));
     if (coding.empty() || policy::iequals(coding, "identity")) {
     } else if (policy::iequals(coding, "gzip") || policy::iequals(coding, "x-gzip")) {
@@ -301,7 +316,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     co_return Fault::none;
 }
 
-const ResponseHeader& Exchange::head() const { return connection_->parser_->head(); }
+const ResponseHeader& Exchange::head() const { return connection_->head_; }
 
 const ResponseFields& Exchange::fields() const { return connection_->fields_; }
 
@@ -313,9 +328,20 @@ bool Exchange::event_stream() const {
 
 std::optional<Fault> Exchange::body_from_buffer(std::string& out, std::string_view* piece, bool& done) {
     Connection& c = *connection_;
-    ResponseParser& parser = *c.parser_;
     done = false;
     if (piece) *piece = {};
+    if (c.whole_) {
+        // All there: the body is handed out at once, the first time.
+        done = true;
+        if (c.whole_taken_) return Fault::none;
+        c.whole_taken_ = true;
+        const std::string_view bytes(static_cast<const char*>(c.buffer().data().data()), c.whole_->body_size);
+        // The view stays valid after the consume: a flat buffer's consume
+        // moves no byte, and the next read is what reuses them.
+        c.buffer().consume(c.whole_->body_size);
+        return give_piece(bytes, out, piece);
+    }
+    ResponseParser& parser = *c.parser_;
     if (parser.is_done()) {
         done = true;
         return Fault::none;
@@ -339,24 +365,29 @@ Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::
         // longer than its size): either way the body broke after its head.
         return Fault::dropped_in_body;
     }
-    auto& body = parser.body();
-    if (c.inflater_) {
-        const std::size_t before = out.size();
-        if (!c.inflater_->feed(body.piece, out)) {
-            failed_ = true;
-            return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
-        }
-        if (piece) *piece = std::string_view(out).substr(before);
-    } else if (piece) {
-        *piece = body.piece;  // where it lies (piece_body.hpp)
-    } else {
-        out.append(body.piece);
-    }
+    if (const Fault given = give_piece(parser.body().piece, out, piece); given != Fault::none) return given;
     done = parser.is_done();
     // A chunked body may end with trailer fields, which the parser adds
     // after the head's (answer_parser.hpp): scanned again, as a lookup after
     // the body would see them.
     if (done && parser.chunked()) c.fields_ = scan_response(parser.head());
+    return Fault::none;
+}
+
+Fault Exchange::give_piece(std::string_view bytes, std::string& out, std::string_view* piece) {
+    Connection& c = *connection_;
+    if (c.inflater_) {
+        const std::size_t before = out.size();
+        if (!c.inflater_->feed(bytes, out)) {
+            failed_ = true;
+            return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
+        }
+        if (piece) *piece = std::string_view(out).substr(before);
+    } else if (piece) {
+        *piece = bytes;  // where it lies (piece_body.hpp)
+    } else {
+        out.append(bytes);
+    }
     return Fault::none;
 }
 
@@ -380,7 +411,9 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
 bool Exchange::reusable() const {
     const Connection& c = *connection_;
     // Bytes already read past the end of the message: see quiet().
-    return !failed_ && c.parser_ && c.parser_->is_done() && c.parser_->keep_alive() && c.buffer_.size() == 0;
+    if (failed_ || c.buffer_.size() != 0) return false;
+    if (c.whole_) return c.whole_taken_ && c.whole_->keep_alive;
+    return c.parser_ && c.parser_->is_done() && c.parser_->keep_alive();
 }
 
 }  // namespace modelproxy::transport

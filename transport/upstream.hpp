@@ -17,6 +17,7 @@
 #include "transport/piece_body.hpp"
 #include "transport/read_timer.hpp"
 #include "transport/recycling.hpp"
+#include "transport/whole_answer.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -126,6 +127,10 @@ private:
     std::optional<ResponseParser> parser_;  // after head_ and body_view_, which it refers to
     std::optional<Inflater> inflater_;
     ResponseFields fields_;  // of the exchange's answer once its head is read
+    // An answer read whole in one pass (whole_answer.hpp): no parser framed
+    // its body, which lies in buffer_ once the head is consumed.
+    std::optional<WholeAnswer> whole_;
+    bool whole_taken_ = false;  // its body was handed out (body_from_buffer)
     bool reused_ = false;
     Clock::time_point idle_since_{};
     std::uint64_t id_;
@@ -239,9 +244,12 @@ private:
     // The fault a request write that ended with `ec` makes (none on success).
     Fault send_fault(const boost::system::error_code& ec);
     // The body parser's piece, after a parse or read that ended with `ec`:
-    // appended to out or viewed by piece, decoded when the body is compressed.
+    // given out (give_piece).
     Fault take_piece(boost::system::error_code ec, std::string& out, std::string_view* piece, bool& done,
                      Fault on_timeout);
+    // Body bytes appended to out or viewed by piece, decoded when the body
+    // is compressed.
+    Fault give_piece(std::string_view bytes, std::string& out, std::string_view* piece);
     void end();
     Connection* connection_;  // null once moved from
     bool failed_ = false;

@@ -9,10 +9,10 @@
 //
 //   - the request line `method SP target SP HTTP/1.1 CRLF`: the method a
 //     token, the target visible ASCII;
-//   - fields `name: value CRLF`: the name a token, the value visible ASCII,
-//     space and tab, no line folded into the next;
-//   - framing: no Transfer-Encoding and no Upgrade field; at most one
-//     Content-Length field, of 1 to 18 digits, within the body limit; every
+//   - fields in the strict form (strict_head.hpp): token names, values of
+//     visible ASCII, space and tab, no line folded into the next; no
+//     Transfer-Encoding and no Upgrade field; at most one Content-Length
+//     field, of 1 to 18 digits, here within the body limit; every
 //     Connection and Proxy-Connection value a list of tokens;
 //   - the head within the header limit, and the whole body there.
 //
@@ -20,7 +20,7 @@
 // untouched, and Beast parses it as before: what this takes is a subset of
 // what Beast takes, and for it the result is Beast's (the same method,
 // target, version, fields and body; tests/unit/proxy/whole_request_test.cpp
-// and the differential fuzz target tests/fuzz/whole_request_fuzz.cpp hold
+// and the differential fuzz target tests/fuzz/whole_message_fuzz.cpp hold
 // both to that). No framing decision is made here that Beast would make
 // differently: a request with any doubt about its length is Beast's.
 //
