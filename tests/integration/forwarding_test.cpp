@@ -544,6 +544,40 @@ TEST_CASE("an upstream that closes after its answer does not fail the next turn,
     CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
 }
 
+TEST_CASE("an answer read whole that lists close in Connection is not pooled: the proxy closes that connection",
+          "[forwarding]") {
+    // A Content-Length answer that arrives whole is read in one pass, not by
+    // Beast's parser (transport/whole_answer.hpp); its keep-alive must still
+    // be Beast's: any Connection token `close` ends the connection.
+    const std::string value = GENERATE(as<std::string>{}, "close", "x-trace, Close");
+    CAPTURE(value);
+    FakeProvider fake;
+    const std::string body = chat_answer();
+    fake.push(Script{}
+                  .write(format_response_head(200, {{"Content-Type", "application/json"},
+                                                    {"Content-Length", std::to_string(body.size())},
+                                                    {"Connection", value}}) +
+                         body)
+                  .expect_close(bound));
+    fake.push(Script::json(200, body));
+    auto proxy = start_proxy(one_route(fake), {}, {"--workers", "1"});
+    HttpClient client = proxy->client();
+
+    const Response first = client.post_json("/v1/chat/completions", chat_request);
+    CAPTURE(first.wire);
+    REQUIRE(first.ok());
+    CHECK(first.status == 200);
+    CHECK(first.body == body);
+    CHECK(fake.wait_for_peer_close(0, bound));  // the proxy closed it, not the fake after its wait
+
+    const Response second = client.post_json("/v1/chat/completions", chat_request);
+    REQUIRE(second.ok());
+    CHECK(second.status == 200);
+    CHECK(second.header("x-modelproxy-attempts") == "1");
+    REQUIRE(fake.wait_for_requests(2, bound));
+    CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
+}
+
 TEST_CASE("an upstream that closes an idle kept-alive connection does not fail the next turn",
           "[forwarding]") {
     FakeProvider fake;
