@@ -7,33 +7,20 @@
 #include "transport/upstream.hpp"
 
 #include <cstddef>
-#include <cstring>
 #include <string>
 #include <string_view>
 
 namespace modelproxy::proxy {
 
 // One header line, `name: value` and CRLF, appended to a head being written
-// (the client's answer here, the upstream request in prepare.cpp) with one
-// capacity check and one copy into it: four appends per line cost about
-// twice that, and a head has a dozen lines (issue 7).
+// (the client's answer here, the upstream request in prepare.cpp). Four
+// appends: assembling the line on the stack first and appending it once
+// counted fewer instructions under callgrind, but GCC compiled that copy
+// of a variable length into `rep movsq`, whose start-up cost made the
+// answer head's copy 2 % of the proxy's CPU per request (perf), three times
+// what the appends cost (issue 7).
 inline void append_field(std::string& head, std::string_view name, std::string_view value) {
-    const std::size_t size = name.size() + value.size() + 4;
-    char line[256];
-    if (size > sizeof line) {
-        head.append(name).append(": ").append(value).append("\r\n");
-        return;
-    }
-    char* p = line;
-    std::memcpy(p, name.data(), name.size());
-    p += name.size();
-    *p++ = ':';
-    *p++ = ' ';
-    std::memcpy(p, value.data(), value.size());
-    p += value.size();
-    *p++ = '\r';
-    *p = '\n';
-    head.append(line, size);
+    head.append(name).append(": ", 2).append(value).append("\r\n", 2);
 }
 
 class ResponseHead {
