@@ -108,10 +108,6 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
 // connection closes (SPEC sections 3 and 9): nothing when the client left or
 // the proxy is stopping, else the refusal naming the fault. One table for
 // both reads, so the head and the body cannot drift apart.
-std::optional<std::uint64_t> to_std(const boost::optional<std::uint64_t>& v) {
-    return v ? std::optional<std::uint64_t>(*v) : std::nullopt;
-}
-
 std::optional<ClientError> read_failure_answer(boost::system::error_code ec, bool timed_out) {
     if (ec == asio::error::operation_aborted)
         return timed_out ? std::optional<ClientError>(ClientError::request_timeout) : std::nullopt;
@@ -126,13 +122,20 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
 // fields the proxy reads, found in one walk (transport/field_scan.hpp) and
 // kept in `fields` for prepare(), and from the framing the parser found. A
 // plain function, so that its locals stay off read_request's coroutine frame.
-HeadCheck check_head(const transport::RequestHead& request, bool chunked, std::optional<std::uint64_t> content_length,
-                     const config::Limits& limits, transport::RequestFields& fields) {
+// `parser` is null for a request read whole (transport/whole_request.hpp):
+// not chunked, its Content-Length `whole_length`.
+HeadCheck check_head(const transport::RequestHead& request, const RequestParser* parser,
+                     std::optional<std::uint64_t> whole_length, const config::Limits& limits,
+                     transport::RequestFields& fields) {
     fields = transport::scan_request(request);
     RequestHead head;
     head.transfer_encoding = fields.transfer_encoding;
-    head.chunked = chunked;  // Beast refuses Content-Length beside chunked, and lengths that disagree
-    if (content_length) head.content_length = *content_length;
+    if (parser) {
+        head.chunked = parser->chunked();  // Beast refuses Content-Length beside chunked, and lengths that disagree
+        if (const auto length = parser->content_length()) head.content_length = *length;
+    } else if (whole_length) {
+        head.content_length = *whole_length;
+    }
     head.content_encoding = fields.content_encoding.value_or("");
     head.expect = fields.expect.value_or("");
     return check_request_head(head, static_cast<std::uint64_t>(limits.max_request_body_bytes));
@@ -149,9 +152,8 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     // A request that arrived whole in the strict common form is read in one
     // pass (transport/whole_request.hpp); any other is Beast's: one parser
     // reads its head, then its body.
-    const std::string_view buffered(static_cast<const char*>(buffer.data().data()), buffer.size());
     const std::optional<transport::WholeRequest> whole = transport::read_whole_request(
-        buffered, static_cast<std::size_t>(limits.max_header_bytes),
+        transport::buffered(buffer), static_cast<std::size_t>(limits.max_header_bytes),
         static_cast<std::uint64_t>(limits.max_request_body_bytes), slot.head, slot.body);
     if (whole) buffer.consume(whole->size);
     RequestParser* parser = nullptr;
@@ -181,8 +183,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
         }
     }
     const HeadCheck check =
-        whole ? check_head(slot.head, false, whole->content_length, limits, slot.fields)
-              : check_head(slot.head, parser->chunked(), to_std(parser->content_length()), limits, slot.fields);
+        check_head(slot.head, parser, whole ? whole->content_length : std::nullopt, limits, slot.fields);
     if (check.refusal) {
         co_await refuse(*check.refusal, false);
         co_return ReadOutcome::close;

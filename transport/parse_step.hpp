@@ -15,8 +15,15 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <string_view>
 
 namespace modelproxy::transport {
+
+// The bytes a read buffer holds, as text (the one-pass readers',
+// whole_request.hpp and whole_answer.hpp, take them so).
+inline std::string_view buffered(const beast::flat_buffer& buffer) {
+    return {static_cast<const char*>(buffer.data().data()), buffer.size()};
+}
 
 enum class ParseUntil { head, message };
 

@@ -222,9 +222,8 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             // An answer that is all there in the strict form is read in one
             // pass (whole_answer.hpp); any other is the parser's. An answer
             // to HEAD has no body whatever its head says: the parser's.
-            if (!no_body_ && consumed == 0 && c.buffer().size() > 0 && !parser.got_some()) {
-                const std::string_view bytes(static_cast<const char*>(c.buffer().data().data()), c.buffer().size());
-                c.whole_ = read_whole_answer(bytes, head_limit_bytes, c.head_);
+            if (!no_body_ && c.buffer().size() > 0 && !parser.got_some()) {
+                c.whole_ = read_whole_answer(buffered(c.buffer()), head_limit_bytes, c.head_);
                 if (c.whole_) {
                     c.buffer().consume(c.whole_->head_size);
                     break;
@@ -335,7 +334,7 @@ std::optional<Fault> Exchange::body_from_buffer(std::string& out, std::string_vi
         done = true;
         if (c.whole_taken_) return Fault::none;
         c.whole_taken_ = true;
-        const std::string_view bytes(static_cast<const char*>(c.buffer().data().data()), c.whole_->body_size);
+        const std::string_view bytes = buffered(c.buffer()).substr(0, c.whole_->body_size);
         // The view stays valid after the consume: a flat buffer's consume
         // moves no byte, and the next read is what reuses them.
         c.buffer().consume(c.whole_->body_size);
