@@ -74,6 +74,19 @@ bool wait_for_no_open_connection(const FakeProvider& fake, std::chrono::millisec
     return true;
 }
 
+// The second turn on `client`: answered 200 as its one attempt, on another
+// upstream connection than the first. Returns its answer.
+Response check_second_turn_on_new_connection(HttpClient& client, const FakeProvider& fake) {
+    const Response second = client.post_json("/v1/chat/completions", chat_request);
+    CAPTURE(second.wire);
+    REQUIRE(second.ok());
+    CHECK(second.status == 200);
+    CHECK(second.header("x-modelproxy-attempts") == "1");
+    REQUIRE(fake.wait_for_requests(2, bound));
+    CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
+    return second;
+}
+
 // A JSON body sent with `coding` arrives decoded, without Content-Encoding.
 void check_decoded(const std::string& coding, const std::string& encoded, const std::string& plain) {
     FakeProvider fake;
@@ -223,12 +236,7 @@ TEST_CASE("a close-delimited upstream JSON answer reaches the client whole, and 
     CHECK(r.body == body);
     CHECK(r.keep_alive);  // the upstream's Connection: close is hop-by-hop
 
-    const Response second = client.post_json("/v1/chat/completions", chat_request);
-    REQUIRE(second.ok());
-    CHECK(second.status == 200);
-    CHECK(second.header("x-modelproxy-attempts") == "1");
-    REQUIRE(fake.wait_for_requests(2, bound));
-    CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
+    check_second_turn_on_new_connection(client, fake);
 }
 
 // ---------------------------------------------------------------------------
@@ -534,14 +542,8 @@ TEST_CASE("an upstream that closes after its answer does not fail the next turn,
     REQUIRE(client.post_json("/v1/chat/completions", chat_request).status == 200);
     // The fake has sent its FIN and given up the connection (close() drains for at most 2 s).
     REQUIRE(wait_for_no_open_connection(fake, bound));
-    const Response second = client.post_json("/v1/chat/completions", chat_request);
-    CAPTURE(second.wire);
-    REQUIRE(second.ok());
-    CHECK(second.status == 200);
+    const Response second = check_second_turn_on_new_connection(client, fake);
     CHECK(second.body == chat_answer());
-    CHECK(second.header("x-modelproxy-attempts") == "1");
-    REQUIRE(fake.wait_for_requests(2, bound));
-    CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
 }
 
 TEST_CASE("an answer read whole that lists close in Connection is not pooled: the proxy closes that connection",
@@ -570,12 +572,7 @@ TEST_CASE("an answer read whole that lists close in Connection is not pooled: th
     CHECK(first.body == body);
     CHECK(fake.wait_for_peer_close(0, bound));  // the proxy closed it, not the fake after its wait
 
-    const Response second = client.post_json("/v1/chat/completions", chat_request);
-    REQUIRE(second.ok());
-    CHECK(second.status == 200);
-    CHECK(second.header("x-modelproxy-attempts") == "1");
-    REQUIRE(fake.wait_for_requests(2, bound));
-    CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
+    check_second_turn_on_new_connection(client, fake);
 }
 
 TEST_CASE("an upstream that closes an idle kept-alive connection does not fail the next turn",
@@ -588,13 +585,7 @@ TEST_CASE("an upstream that closes an idle kept-alive connection does not fail t
 
     REQUIRE(client.post_json("/v1/chat/completions", chat_request).status == 200);
     REQUIRE(wait_for_no_open_connection(fake, bound));
-    const Response second = client.post_json("/v1/chat/completions", chat_request);
-    CAPTURE(second.wire);
-    REQUIRE(second.ok());
-    CHECK(second.status == 200);
-    CHECK(second.header("x-modelproxy-attempts") == "1");
-    REQUIRE(fake.wait_for_requests(2, bound));
-    CHECK(fake.requests()[1].connection_id != fake.requests()[0].connection_id);
+    check_second_turn_on_new_connection(client, fake);
     REQUIRE(proxy->wait_for_records("turn", 2, bound));
     std::size_t attempt_records = 0;
     for (const auto& record : proxy->records()) attempt_records += record.event() == "attempt";
