@@ -1,7 +1,10 @@
-// Byte mutations of HTTP messages for the differential tests of the
-// one-pass readers (whole_request_test.cpp, whole_answer_test.cpp): from a
-// fixed seed, so a failure is repeatable.
+// What the differential tests of the one-pass readers share
+// (whole_request_test.cpp, whole_answer_test.cpp): the comparison of two
+// heads' fields, and byte mutations of messages from a fixed seed, so a
+// failure is repeatable.
 #pragma once
+
+#include "transport/flat_fields.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +14,16 @@
 #include <vector>
 
 namespace modelproxy::test {
+
+// The same fields in the same order: names, their enums, values.
+inline void check_same_fields(const transport::FlatFields& ours, const transport::FlatFields& beast) {
+    REQUIRE(ours.size() == beast.size());
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+        CHECK(ours.at(i).name() == beast.at(i).name());
+        CHECK(ours.at(i).name_string() == beast.at(i).name_string());
+        CHECK(ours.at(i).value() == beast.at(i).value());
+    }
+}
 
 // `count` mutants of `seeds`, each one to three insertions, deletions or
 // replacements with bytes the HTTP grammar turns on (line ends, separators,
