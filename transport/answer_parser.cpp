@@ -20,7 +20,7 @@ void AnswerParser::on_response_impl(int code, string_view reason, int version, e
 }
 
 void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
-    head_.add(name, std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
+    head_.add(known_field(name), std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
 }
 
 void AnswerParser::on_header_impl(error_code&) {}

@@ -32,7 +32,7 @@ RequestFields scan_request(const FlatFields& fields) {
                 keep_first(out.connection, field.value());
                 break;
             case http::field::unknown: {
-                // Names Beast has no enum for (a unit test checks each is unknown to it).
+                // Names kept as field::unknown (a unit test checks each is).
                 const std::string_view name = field.name_string();
                 if (name.size() < 9 || (name[0] != 'x' && name[0] != 'X')) break;
                 if (policy::iequals(name, "x-request-id")) keep_first(out.x_request_id, field.value());

@@ -1,8 +1,9 @@
 // The header fields the proxy reads, found in one walk of a Beast fields
 // list instead of one lookup each (issue 7). Beast's find() and operator[]
 // search a red-black tree keyed with a case-insensitive compare, a few hundred
-// instructions a lookup; a walk switches on the field enum Beast computed
-// while parsing, and compares name strings only for names Beast does not know.
+// instructions a lookup; a walk switches on the field enum kept while parsing
+// (known_field, flat_fields.hpp), and compares name strings only for names
+// kept as field::unknown.
 //
 // Each value is the FIRST field of that name, as find() and operator[] give
 // (std::nullopt when there is none). The views point into the fields' own

@@ -24,7 +24,7 @@ void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {
 }
 
 void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
-    head_.add(name, std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
+    head_.add(known_field(name), std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
 }
 
 void RequestParser::on_header_impl(error_code&) {}

@@ -86,6 +86,9 @@ const char* text_to_cr(const char* p, const char* last) {
 }
 
 bool read_fields(const char* p, const char* end, FlatFields& out, Framing& framing) {
+    const char* const first = p;
+    const std::size_t copied_at = out.copy_lines(first, end);
+    const auto offset = [&](const char* at) { return copied_at + static_cast<std::size_t>(at - first); };
     // Every loop stops inside the head: at its last CR at the latest.
     while (*p != '\r') {
         const char* const name = p;
@@ -102,7 +105,7 @@ bool read_fields(const char* p, const char* end, FlatFields& out, Framing& frami
         const char* value_end = cr;
         while (value_end != value && is_ows(value_end[-1])) --value_end;
         const std::string_view value_string(value, static_cast<std::size_t>(value_end - value));
-        const http::field field = http::string_to_field(name_string);
+        const http::field field = known_field(name_string);
         switch (field) {
             case http::field::transfer_encoding:
             case http::field::upgrade: return false;
@@ -117,7 +120,7 @@ bool read_fields(const char* p, const char* end, FlatFields& out, Framing& frami
                 break;
             default: break;
         }
-        out.add(field, name_string, value_string);
+        out.add_copied(field, offset(name), name_string.size(), offset(value), value_string.size());
         p = cr + 2;
     }
     return p + 2 == end && p[1] == '\n';

@@ -53,12 +53,13 @@ struct Framing {
 // Reads the fields of a head from `p` (the line after its start line) to
 // `end`, one past the empty line that ends it (the caller found the head's
 // first CRLFCRLF there), adding each to `out` (name, value without its
-// surrounding whitespace, Beast's enum for the name). False, with `out` in
-// any state, when a line is outside the strict form: a name that is not a
-// token, a value with a byte that is not text, a line folded into the next,
-// a line end other than CRLF; or when the framing is: a Transfer-Encoding
-// or Upgrade field, more than one Content-Length or one that is not 1 to 18
-// digits, a Connection or Proxy-Connection value that is not a token list.
+// surrounding whitespace, the name's known_field enum; the lines are copied
+// into `out` once). False, with `out` in any state, when a line is outside
+// the strict form: a name that is not a token, a value with a byte that is
+// not text, a line folded into the next, a line end other than CRLF; or
+// when the framing is: a Transfer-Encoding or Upgrade field, more than one
+// Content-Length or one that is not 1 to 18 digits, a Connection or
+// Proxy-Connection value that is not a token list.
 bool read_fields(const char* p, const char* end, FlatFields& out, Framing& framing);
 
 }  // namespace modelproxy::transport::strict
