@@ -761,11 +761,19 @@ RouteDecision decide_route(std::string_view method, std::string_view path, const
 
 // ----------------------------------------------------------------- headers
 
+// The header rules below run for every field of every request and answer:
+// each switches on the name's length first, so a name is compared with only
+// the fixed names of its length (issue 7).
+
 bool is_hop_by_hop(std::string_view name) {
-    static constexpr std::array<std::string_view, 6> names = {
-        "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade"};
-    if (istarts_with(name, "proxy-")) return true;
-    return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return iequals(name, n); });
+    switch (name.size()) {
+        case 2: return iequals(name, "te");
+        case 7: if (iequals(name, "trailer") || iequals(name, "upgrade")) return true; break;
+        case 10: if (iequals(name, "connection") || iequals(name, "keep-alive")) return true; break;
+        case 17: if (iequals(name, "transfer-encoding")) return true; break;
+        default: break;
+    }
+    return istarts_with(name, "proxy-");
 }
 
 namespace {
@@ -812,9 +820,12 @@ bool is_modelproxy_header(std::string_view name) { return istarts_with(name, "x-
 
 bool forward_request_header(std::string_view name, ConnectionListed listed, const CredentialRule& credentials) {
     if (is_hop_by_hop(name) || listed == ConnectionListed::yes) return false;
-    if (iequals(name, "host") || iequals(name, "content-length") || iequals(name, "expect") ||
-        iequals(name, "accept-encoding")) {
-        return false;
+    switch (name.size()) {
+        case 4: if (iequals(name, "host")) return false; break;
+        case 6: if (iequals(name, "expect")) return false; break;
+        case 14: if (iequals(name, "content-length")) return false; break;
+        case 15: if (iequals(name, "accept-encoding")) return false; break;
+        default: break;
     }
     if (is_modelproxy_header(name)) return false;
     if (!credentials.client_token_header.empty() && iequals(name, credentials.client_token_header)) {
@@ -829,7 +840,11 @@ bool forward_request_header(std::string_view name, ConnectionListed listed, cons
 
 bool forward_response_header(std::string_view name, ConnectionListed listed) {
     if (is_hop_by_hop(name) || listed == ConnectionListed::yes) return false;
-    if (iequals(name, "content-length") || iequals(name, "content-encoding")) return false;
+    switch (name.size()) {
+        case 14: if (iequals(name, "content-length")) return false; break;
+        case 16: if (iequals(name, "content-encoding")) return false; break;
+        default: break;
+    }
     return !is_modelproxy_header(name);
 }
 

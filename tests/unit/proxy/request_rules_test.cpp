@@ -665,7 +665,16 @@ TEST_CASE("is_hop_by_hop", "[request_rules]") {
         {"Trailer", true},
         {"Transfer-Encoding", true},
         {"upgrade", true},
+        // proxy-* names of each length the rule switches on (2, 7, 10, 17)
+        {"Proxy-A", true},
+        {"proxy-auth", true},
+        {"proxy-connection2", true},
         {"Trailers", false},
+        {"tE2", false},
+        {"upgrad", false},
+        {"connectio", false},
+        {"keep_alive", false},
+        {"transfer-encodin", false},
         {"proxy", false},
         {"x-proxy-id", false},
         {"Content-Type", false},
@@ -762,6 +771,16 @@ TEST_CASE("forward_request_header", "[request_rules]") {
         {"Proxy-Authorization", pass_through, false},
         {"X-Named", pass_through, false},
         {"x-modelproxy-timeout-ms", pass_through, false},
+        // names of the lengths of host, expect, content-length and
+        // accept-encoding that are none of them, some still withheld
+        {"hOsT", pass_through, false},
+        {"hose", pass_through, true},
+        {"expecT", pass_through, false},
+        {"expert", pass_through, true},
+        {"x-modelproxy-a", pass_through, false},
+        {"x-modelproxy-ab", pass_through, false},
+        {"content-lengths", pass_through, true},
+        {"Proxy-Ab", pass_through, false},
         {"Authorization", injected, false},
         {"X-API-Key", injected, false},
         {"api-key", injected, false},
@@ -792,6 +811,14 @@ TEST_CASE("forward_response_header", "[request_rules]") {
         {"x-named", false},
         {"X-ModelProxy-Attempts", false},
         {"Proxy-Authenticate", false},
+        // names as long as content-length (14) and content-encoding (16)
+        {"x-modelproxy-a", false},
+        {"x-modelproxy-abc", false},
+        {"content-lengtH", false},
+        {"content-lengthy", true},
+        {"content-encodinG", false},
+        {"x-ratelimit-abc", true},
+        {"Proxy-A", false},
     }));
     CAPTURE(name);
     CHECK(forward_response_header(name, connection_lists("x-Named", name)) == forwarded);
