@@ -4,6 +4,9 @@
 
 #include <boost/beast/http/field.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -53,8 +56,32 @@ std::optional<std::uint64_t> digits(std::string_view value) {
 }  // namespace
 
 std::optional<std::size_t> whole_head(std::string_view bytes, std::size_t limit) {
-    const std::size_t end_at = bytes.find("\r\n\r\n");
-    if (end_at == std::string_view::npos || end_at + 4 > limit) return std::nullopt;
+    // Only a CRLFCRLF that ends within `limit` counts: the first one there
+    // is the first one of all, or there is none within it.
+    const std::size_t n = std::min(bytes.size(), limit);
+    const char* const s = bytes.data();
+    // Sixteen positions at a time (GCC's vector extensions: SSE2 on x86-64,
+    // NEON on arm64). string_view::find calls memchr at each CR, one per
+    // line: two thirds of the cost of finding a request's end (issue 7).
+    using Bytes = char __attribute__((vector_size(16)));
+    static_assert(std::endian::native == std::endian::little, "a mask's byte k is at bits 8k");
+    std::size_t i = 0;
+    for (; i + 19 <= n; i += 16) {  // the loads read s[i] to s[i + 18]
+        Bytes a, b, c, d;
+        std::memcpy(&a, s + i, 16);
+        std::memcpy(&b, s + i + 1, 16);
+        std::memcpy(&c, s + i + 2, 16);
+        std::memcpy(&d, s + i + 3, 16);
+        const auto at = (a == '\r') & (b == '\n') & (c == '\r') & (d == '\n');  // 0xff where one begins
+        std::uint64_t low, high;
+        std::memcpy(&low, &at, 8);
+        std::memcpy(&high, reinterpret_cast<const char*>(&at) + 8, 8);
+        if (low) return i + static_cast<std::size_t>(std::countr_zero(low) / 8) + 4;
+        if (high) return i + 8 + static_cast<std::size_t>(std::countr_zero(high) / 8) + 4;
+    }
+    // The last positions, fewer than sixteen.
+    const std::size_t end_at = bytes.substr(0, n).find("\r\n\r\n", i);
+    if (end_at == std::string_view::npos) return std::nullopt;
     return end_at + 4;
 }
 
