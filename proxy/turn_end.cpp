@@ -357,9 +357,13 @@ std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body,
     const int status = static_cast<int>(ex.head().result_int());
     if (ex.reusable()) give_back(a, now);  // destroys the exchange: `ex` is not used after this
     published_ = true;
-    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "", now);
     plan_.head_text = head.finish();
     const auto settled = write_at_once(answer_buffers(body), taken);
+    // The records (and their write to the log) once the answer has gone out,
+    // or begun to: the client waits for its answer, not for the log line
+    // (issue 7). Their times are still `now`, the answer's first byte; a
+    // write that failed here changes nothing in them, as before.
+    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "", now);
     if (!settled) return std::nullopt;
     return *settled && keep_alive();
 }
