@@ -150,7 +150,16 @@ Reply prepare_from(Shared& shared, const transport::RequestHead& req, std::strin
     h += ' ';
     h += plan.target;
     h += " HTTP/1.1\r\nhost: ";
-    h += route.upstream.host.find(':') != std::string::npos ? "[" + route.upstream.host + "]" : route.upstream.host;
+    // An IPv6 literal in brackets; appended in place (a conditional of
+    // std::strings built a copy of the host, an allocation per request for
+    // a name longer than 15 bytes).
+    if (route.upstream.host.find(':') != std::string::npos) {
+        h += '[';
+        h += route.upstream.host;
+        h += ']';
+    } else {
+        h += route.upstream.host;
+    }
     if (route.upstream.port != (route.upstream.https ? 443 : 80)) {
         h += ':';
         h += std::to_string(route.upstream.port);
