@@ -34,10 +34,9 @@ void make_request_id(std::string& out) {
     out.assign(id, 19);
 }
 
-Reply prepare_from(Shared& shared, const transport::RequestHead& req, std::string& body,
-                   const transport::RequestFields& fields, bool keep_alive, ForwardPlan& plan) {
+Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& req,
+                   std::string& body, const transport::RequestFields& fields, bool keep_alive, ForwardPlan& plan) {
     plan.clear();
-    auto runtime = shared.runtime.load();
     const config::Config& cfg = runtime->config;
     const std::string_view method = req.method_string();
     const bool is_head = req.method() == http::verb::head;
@@ -199,10 +198,10 @@ Reply prepare_from(Shared& shared, const transport::RequestHead& req, std::strin
 
 }  // namespace
 
-Reply prepare(Shared& shared, const transport::RequestHead& head, const transport::RequestFields& fields,
-              std::string& body, ForwardPlan& plan) {
+Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& head,
+              const transport::RequestFields& fields, std::string& body, ForwardPlan& plan) {
     const bool keep_alive = transport::keep_alive(head.version(), fields.connection) && !shared.draining.load();
-    Reply reply = prepare_from(shared, head, body, fields, keep_alive, plan);
+    Reply reply = prepare_from(shared, runtime, head, body, fields, keep_alive, plan);
     reply.keep_alive = keep_alive;
     return reply;
 }

@@ -205,6 +205,7 @@ void Worker::stop() { io_.stop(); }
 
 void Worker::keep_pools(std::vector<std::string> keys) {
     asio::post(io_, [this, keys = std::move(keys)] {
+        runtime();  // drops this worker's copy of the replaced generation now, not at its next request
         std::erase_if(pools_, [&](const auto& entry) {
             return std::find(keys.begin(), keys.end(), entry.first) == keys.end();
         });
@@ -251,7 +252,7 @@ int serve(const ServeOptions& options) {
         say(*error);
         return 1;
     }
-    shared.runtime.store(runtime);
+    shared.set_runtime(runtime);
     const config::Config& cfg = runtime->config;
 
     int count = cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
@@ -333,7 +334,7 @@ int serve(const ServeOptions& options) {
                 if (auto error = shared.log.reopen()) say(*error);
                 const auto current = shared.runtime.load();
                 if (auto fresh = load_runtime(options, &current->config)) {
-                    shared.runtime.store(fresh);
+                    shared.set_runtime(fresh);
                     for (auto& w : workers) w->keep_pools(fresh->pool_keys);
                     say("config reloaded");
                 } else {

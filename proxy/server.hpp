@@ -57,7 +57,18 @@ struct Runtime {
 struct RequestSlot;  // turn.hpp
 
 struct Shared {
+    // The config generation in force: stored at start and by each reload
+    // (set_runtime). Workers read it through Worker::runtime().
     std::atomic<std::shared_ptr<const Runtime>> runtime;
+    // Moves after each store: a worker keeps its own copy of `runtime` and
+    // loads it again only when this moved. atomic<shared_ptr>::load takes a
+    // lock and a count (three locked instructions, with the release of the
+    // copy it replaces a fourth), and a request took two (issue 7).
+    std::atomic<std::uint64_t> runtime_generation{0};
+    void set_runtime(std::shared_ptr<const Runtime> fresh) {
+        runtime.store(std::move(fresh));
+        runtime_generation.fetch_add(1, std::memory_order_release);
+    }
     std::atomic<bool> draining{false};
     std::atomic<std::int64_t> connections{0};
     std::atomic<std::int64_t> inflight_turns{0};
@@ -74,6 +85,18 @@ public:
 
     asio::io_context& io() { return io_; }
     Shared& shared() { return shared_; }
+    // The config generation in force, as this worker's copy: the shared one
+    // is loaded again only after a reload stored another (Shared). A
+    // reference to the copy, valid until the next call on this thread; a
+    // coroutine that holds the runtime across a suspension keeps its own.
+    const std::shared_ptr<const Runtime>& runtime() {
+        const std::uint64_t generation = shared_.runtime_generation.load(std::memory_order_acquire);
+        if (generation != runtime_generation_ || !runtime_) {
+            runtime_ = shared_.runtime.load();
+            runtime_generation_ = generation;
+        }
+        return runtime_;
+    }
     transport::Pool& pool(const std::string& key) { return pools_[key]; }
     // The pool a finished attempt gives its connection back to; null when a
     // reload dropped that pool (the connection is then closed).
@@ -124,6 +147,8 @@ private:
 
     Shared& shared_;
     int index_;
+    std::shared_ptr<const Runtime> runtime_;  // runtime(): this worker's copy
+    std::uint64_t runtime_generation_ = 0;
     // Before io_: destroying io_ destroys the sessions it still holds, and
     // they give their slots back here.
     std::vector<std::unique_ptr<RequestSlot>> spare_slots_;

@@ -239,7 +239,9 @@ Task<void> Session::run() {
     // turn's client watch can wait without an epoll_ctl (reactor_flag.hpp).
     transport::reactor_flag::report_rest(socket_);
 
-    auto runtime = shared.runtime.load();
+    // The session's own copy (it is held across suspensions), taken again
+    // only when the worker's changed: no count taken per request.
+    std::shared_ptr<const Runtime> runtime = worker_.runtime();
     if (open > runtime->config.limits.max_connections) {
         LocalAnswer busy = client_error(ClientError::too_many_connections);
         co_await answer(busy, false);
@@ -249,7 +251,7 @@ Task<void> Session::run() {
     ReadTimer read_timer(socket_);
     bool first = true;
     for (;;) {
-        runtime = shared.runtime.load();
+        if (runtime != worker_.runtime()) runtime = worker_.runtime();
         const config::Limits& limits = runtime->config.limits;
 
         // Wait for the next request's first byte: header_timeout_ms on a new
@@ -289,7 +291,9 @@ Task<void> Session::run() {
         // 7: a coroutine awaited costs its frame and two resumptions).
         bool stays_open = false;
         {
-            Reply reply = prepare(worker_.shared(), slot.head, slot.fields, slot.body, slot.plan);
+            // The generation in force now, not at the wait's start: a reload
+            // during a keep-alive wait applies to the request that ends it.
+            Reply reply = prepare(worker_.shared(), worker_.runtime(), slot.head, slot.fields, slot.body, slot.plan);
             if (reply.kind == Reply::Kind::forward) {
                 stays_open = co_await run_turn(worker_, socket_, slot.plan, cut_);
             } else {
