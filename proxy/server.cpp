@@ -175,9 +175,18 @@ void Worker::write_attempt(std::uint16_t slot, const AttemptRecord& record, std:
 
 void Worker::write_attempt_and_turn(std::uint16_t slot, const AttemptRecord& attempt, std::int64_t duration_ms,
                                     const TurnRecord& turn) {
-    shared_.log.write(attempt, turn);
+    log_attempt_and_turn(attempt, turn);
+    count_attempt_and_turn(slot, attempt, duration_ms, turn);
+}
+
+void Worker::count_attempt_and_turn(std::uint16_t slot, const AttemptRecord& attempt, std::int64_t duration_ms,
+                                    const TurnRecord& turn) {
     metrics::count_attempt(counters(slot), attempt, duration_ms);
     metrics::count_turn(counters(slot), turn);
+}
+
+void Worker::log_attempt_and_turn(const AttemptRecord& attempt, const TurnRecord& turn) {
+    shared_.log.write(attempt, turn);
 }
 
 void Worker::listen(const tcp::endpoint& endpoint) {

@@ -121,6 +121,11 @@ public:
     // The last attempt and its turn, ending together: one write for both lines.
     void write_attempt_and_turn(std::uint16_t slot, const AttemptRecord& attempt, std::int64_t duration_ms,
                                 const TurnRecord& turn);
+    // Its two halves, for a turn that counts before its answer goes out and
+    // writes the lines after (TurnRun::answer_success).
+    void count_attempt_and_turn(std::uint16_t slot, const AttemptRecord& attempt, std::int64_t duration_ms,
+                                const TurnRecord& turn);
+    void log_attempt_and_turn(const AttemptRecord& attempt, const TurnRecord& turn);
 
     // The per-request state a connection borrows while it has a request in
     // progress (turn.hpp). Spares are kept, cleared, up to max_spare_slots:

@@ -357,13 +357,17 @@ std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body,
     const int status = static_cast<int>(ex.head().result_int());
     if (ex.reusable()) give_back(a, now);  // destroys the exchange: `ex` is not used after this
     published_ = true;
+    recorded_ = true;
+    const AttemptRecord attempt = attempt_record(status, nullptr, "", "ok", 0, now);
+    const TurnRecord turn = turn_record("ok", status, nullptr, "", "", now);
+    // Counted before the answer goes out, so /metrics agrees with it once
+    // the client has it; the two lines written to the log after it has gone
+    // out, or begun to: the client waits for its answer, not for the log
+    // line (issue 7). A write that fails here changes neither, as before.
+    worker_.count_attempt_and_turn(slot_, attempt, ms_between(attempt_started_, now), turn);
     plan_.head_text = head.finish();
     const auto settled = write_at_once(answer_buffers(body), taken);
-    // The records (and their write to the log) once the answer has gone out,
-    // or begun to: the client waits for its answer, not for the log line
-    // (issue 7). Their times are still `now`, the answer's first byte; a
-    // write that failed here changes nothing in them, as before.
-    record_attempt_and_turn(status, "ok", "ok", status, nullptr, "", now);
+    worker_.log_attempt_and_turn(attempt, turn);
     if (!settled) return std::nullopt;
     return *settled && keep_alive();
 }
