@@ -56,7 +56,7 @@ ChildProcess::ChildProcess(const Spec& spec) {
     const std::string path = resolve(spec.argv[0]);
     std::vector<std::string> env_strings;
     for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"})
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"})
         if (const char* v = std::getenv(name); v && !spec.env.count(name))
             env_strings.push_back(std::string(name) + "=" + v);
     std::vector<char*> argv, envp;

@@ -28,8 +28,11 @@ public:
     };
 
     // Spawns. The child's environment is exactly `env`, plus ASAN_OPTIONS,
-    // UBSAN_OPTIONS and LSAN_OPTIONS from the parent when set there and not
-    // in `env` (they configure the build, not the program). Throws
+    // UBSAN_OPTIONS, LSAN_OPTIONS and TSAN_OPTIONS from the parent when set
+    // there and not in `env` (they configure the build, not the program:
+    // deploy/test's TSan pass sets halt_on_error and the reports' path
+    // there, and a proxy without them went on after a report and wrote it
+    // only to its own stderr). Throws
     // std::runtime_error when it cannot spawn or exec fails (with errno text).
     explicit ChildProcess(const Spec& spec);
     ~ChildProcess();  // kill_group(), reap, close the pipes
