@@ -5,6 +5,7 @@
 #include "transport/reactor_flag.hpp"
 #include "transport/write_now.hpp"
 
+#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl.hpp>
@@ -189,15 +190,30 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
     Connection& c = *connection_;
     // The stream's expiry bounds the wait.
     c.tcp().expires_at(deadline);
-    std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
     boost::system::error_code ec;
+    std::size_t written = 0;
     if (auto* plain = std::get_if<Connection::Plain>(&c.stream_)) {
+        std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
         auto [wec, n] = co_await write_rest(*plain, buffers, taken);
         ec = wec;
+        written = n;
     } else {
+        // Not a two-buffer std::array here: Asio writes one of those by
+        // handing the stream {rest of the head, rest of the body}, which is
+        // {empty, body} once the head is out; Beast's TLS stream coalesces
+        // at most 16 KiB and otherwise writes only the first buffer, so it
+        // wrote 0 bytes, and a write of 0 bytes ends async_write: a body
+        // over 16 KiB was never sent, and the upstream waited for it. Asio's
+        // general buffer sequence skips empty buffers.
+        const auto buffers = beast::buffers_cat(asio::buffer(head), asio::buffer(body));
         auto [wec, n] = co_await asio::async_write(std::get<Connection::Secure>(c.stream_), buffers, use_tuple);
         ec = wec;
+        written = n;
     }
+    // A write that ends short without an error (a layer that wrote nothing)
+    // sent part of the request: the upstream would read the next request as
+    // the rest of this one. The connection is not reused.
+    if (!ec && written != head.size() + body.size()) ec = asio::error::broken_pipe;
     co_return send_fault(ec);
 }
 

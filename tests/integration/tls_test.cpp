@@ -183,3 +183,54 @@ TEST_CASE("without a client certificate an upstream that requires one gets no re
     CHECK(envelope_error(r).at("class") == "network");
     CHECK(fake.request_count() == 0);
 }
+
+// A chat request as an agent sends one: the conversation so far, padded to
+// `bytes`, with `model` at the end of the object (the router reads it there).
+std::string conversation_of(std::size_t bytes) {
+    const std::string open = R"({"messages":[{"role":"user","content":")";
+    const std::string close = R"("}],"model":"gpt-4o-mini"})";
+    std::string body = open;
+    body.append(bytes - open.size() - close.size(), 'x');
+    body += close;
+    return body;
+}
+
+// Request bodies of 16 KiB and more (one TLS record and beyond) must reach an
+// HTTPS upstream whole, on fresh and on reused connections alike, and be
+// answered at once. A body that stops at the TLS layer leaves the upstream
+// waiting for it: the turn then runs into its deadline, or a reused
+// connection's next request is read as the rest of this one. The bound is
+// generous (the exchange takes about a millisecond); the deadline is short so
+// that a stall fails the test rather than hanging it.
+TEST_CASE("request bodies of 16 KiB to 1 MiB reach an https upstream whole, on kept-alive connections", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    fake.set_default(Script::json(200, chat_answer));
+    ProxyProcess::Options options;
+    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    timeout_ms: 3000\n");
+    options.args = {"--workers", "1"};  // one worker: one pool, so the second round reuses its connection
+    ProxyProcess proxy(options);
+    proxy.start();
+
+    HttpClient client = proxy.client();
+    std::size_t sent = 0;
+    for (int round = 0; round < 2; ++round) {
+        for (const std::size_t size : {16384u, 17408u, 102400u, 1048576u}) {
+            const std::string body = conversation_of(size);
+            const auto started = std::chrono::steady_clock::now();
+            const Response r = client.post_json("/v1/chat/completions", body);
+            const auto took = std::chrono::steady_clock::now() - started;
+            INFO("round " << round << ", body of " << size << " bytes");
+            CAPTURE(r.status, r.body);
+            REQUIRE(r.ok());
+            CHECK(r.status == 200);
+            CHECK(r.header("x-modelproxy-attempts") == "1");
+            CHECK(took < 500ms);
+            ++sent;
+            REQUIRE(fake.wait_for_requests(sent, bound));
+            CHECK(fake.requests()[sent - 1].body == body);
+        }
+    }
+    // Every turn after the first went over the pooled connection.
+    CHECK(fake.connections_accepted() == 1);
+}
