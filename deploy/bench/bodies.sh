@@ -7,6 +7,11 @@
 #   leak.json        chat.json whose answer quotes KEY (the proxy must refuse it)
 #   wrong_model.json chat.json from another model (the proxy must refuse it)
 #   request.http     one raw POST request, for idle_conns
+#   request_200k.json, request_1m.json
+#                    an agent's chat request of exactly 204800 and 1048576
+#                    bytes: a long conversation of user and assistant turns,
+#                    `model` at the end of the object (the router must read
+#                    the whole body to find it)
 # Deterministic: the same bytes on every run, so runs compare.
 #   deploy/bench/bodies.sh DIR KEY
 set -euo pipefail
@@ -44,3 +49,27 @@ events=$(grep -c '^data: ' "$dir/stream.sse")
 request_body='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]}'
 printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
     "${#request_body}" "$request_body" > "$dir/request.http"
+
+# A conversation of alternating turns, each about 600 bytes of prose, padded
+# in the last turn so that the body is exactly `bytes` long.
+conversation() {  # bytes file
+    awk -v bytes="$1" 'BEGIN {
+        sentence = "The build failed again after the last change to the parser, and the log shows the same timeout in the integration suite; ";
+        turn = ""; while (length(turn) < 560) turn = turn sentence
+        head = "{\"messages\":["; tail = "],\"model\":\"gpt-4o-mini\"}"
+        body = head; n = 0
+        for (;;) {
+            role = n % 2 ? "assistant" : "user"
+            msg = "{\"role\":\"" role "\",\"content\":\"" turn "\"}"
+            if (length(body) + 1 + length(msg) + length(tail) + 200 > bytes) break
+            body = body (n ? "," : "") msg; n++
+        }
+        pad = bytes - length(body) - length(tail) - length(",{\"role\":\"user\",\"content\":\"\"}")
+        last = ""; while (length(last) < pad) last = last "x"
+        printf "%s,{\"role\":\"user\",\"content\":\"%s\"}%s", body, substr(last, 1, pad), tail
+    }' > "$2"
+    size=$(stat -c %s "$2")
+    [ "$size" -eq "$1" ] || { echo "bodies.sh: $2 is $size bytes, not $1" >&2; exit 1; }
+}
+conversation 204800 "$dir/request_200k.json"
+conversation 1048576 "$dir/request_1m.json"

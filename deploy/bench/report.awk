@@ -1,6 +1,6 @@
 # Turns deploy/bench/run's raw samples into the markdown report: medians with
 # ratios to nginx, the spread (min-max over the repeats), and one pass/fail
-# line per target of modelproxy issue 7.
+# line per target.
 #
 # Input: one sample per line, tab-separated: repeat, target (direct | nginx |
 # modelproxy), metric, value. Metrics:
@@ -13,6 +13,11 @@
 #   rss_load    MiB, after a repeat's load runs
 #   rss_idle    MiB, with 1000 idle keep-alive connections
 #   errors      wrk's socket errors plus non-2xx answers, per run
+#   rps_F, cpu_req_F, hs_F  the HTTPS-upstream forms F = tls (the chat
+#               request), 200k and 1m (agent requests of 204800 and 1048576
+#               bytes): requests/s at 64 connections, the proxy's CPU µs per
+#               request, new upstream connections (TLS handshakes) per 1000 requests
+#               beyond one per client connection (deploy/bench/run)
 # A metric with no sample (the direct target has no proxy process) prints "-".
 BEGIN { FS = "\t"; ntargets = split("direct nginx modelproxy", targets, " ") }
 
@@ -96,6 +101,24 @@ END {
     print ""
     print "modelproxy over nginx in each round: CPU per request " per_round("cpu_req") "; CPU per stream " per_round("cpu_stream")
     print ""
+    print "HTTPS upstream (proxy_ssl with keep-alive for nginx), 64 connections:"
+    print ""
+    print "| proxy | request | CPU µs / request | x nginx | spread | req/s | MB/s of request body | upstream handshakes / 1000 requests, beyond 1 per client connection |"
+    print "| --- | --- | --- | --- | --- | --- | --- | --- |"
+    nforms = split("tls 200k 1m", forms, " "); split("75 B chat,200 KB agent,1 MB agent", names, ",")
+    split("75 204800 1048576", sizes, " ")
+    for (i = 2; i <= ntargets; i++) {
+        t = targets[i]
+        for (f = 1; f <= nforms; f++) {
+            r = median(t SUBSEP "rps_" forms[f])
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", t, names[f], med(t, "cpu_req_" forms[f], 1),
+                ratio(t, "cpu_req_" forms[f]), spread(t, "cpu_req_" forms[f], 1), fmt(r, 0),
+                r == "" ? "-" : sprintf("%.0f", r * sizes[f] / 1000000), med(t, "hs_" forms[f], 2)
+        }
+    }
+    print ""
+    print "modelproxy over nginx in each round, HTTPS upstream: chat " per_round("cpu_req_tls") "; 200 KB " per_round("cpu_req_200k") "; 1 MB " per_round("cpu_req_1m")
+    print ""
     m = "modelproxy"; g = "nginx"
     cr = median(m SUBSEP "cpu_req"); gr = median(g SUBSEP "cpu_req")
     cs = median(m SUBSEP "cpu_stream"); gs = median(g SUBSEP "cpu_stream")
@@ -111,6 +134,12 @@ END {
     printf "- %s p50 at 1 connection <= nginx + 10 µs: %.0f vs %.0f µs\n", verdict(p50 <= g50 + 10), p50, g50
     printf "- %s p99 at 1 connection <= nginx + 50 µs: %.0f vs %.0f µs\n", verdict(p99 <= g99 + 50), p99, g99
     printf "- %s RSS with 1000 idle connections <= 24 MiB: %.1f MiB\n", verdict(idle <= 24), idle
+    ct = median(m SUBSEP "cpu_req_tls"); gt = median(g SUBSEP "cpu_req_tls")
+    c1 = median(m SUBSEP "cpu_req_1m"); g1 = median(g SUBSEP "cpu_req_1m")
+    if (ct != "" && gt != "" && c1 != "" && g1 != "") {
+        printf "- %s CPU per request, HTTPS upstream <= 1.1x nginx: %.1f vs %.1f µs (%.2fx)\n", verdict(ct <= 1.1 * gt), ct, gt, ct / gt
+        printf "- %s CPU per 1 MB request, HTTPS upstream <= 1.2x nginx: %.1f vs %.1f µs (%.2fx)\n", verdict(c1 <= 1.2 * g1), c1, g1, c1 / g1
+    }
     if (errors[m] + errors[g] + errors["direct"] > 0)
         print "- WARNING: some requests failed (see the failed requests column); their runs' figures are suspect"
 }
