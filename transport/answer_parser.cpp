@@ -20,10 +20,13 @@ void AnswerParser::on_response_impl(int code, string_view reason, int version, e
 }
 
 void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
+    // After the head, Beast reports a chunked body's trailer fields here too:
+    // parsed (so the framing is checked) and dropped (SPEC section 4).
+    if (head_done_) return;
     head_.add(known_field(name), std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
 }
 
-void AnswerParser::on_header_impl(error_code&) {}
+void AnswerParser::on_header_impl(error_code&) { head_done_ = true; }
 
 void AnswerParser::on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) {}
 

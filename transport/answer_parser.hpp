@@ -28,10 +28,12 @@
 
 namespace modelproxy::transport {
 
-// An answer's status line and fields, in arrival order (trailers of a
-// chunked body after the head's own fields). The views a Field gives point
-// into the head's text: valid until the next field is added (a trailer) or
-// the head is cleared.
+// An answer's status line and fields, in arrival order. Only the head's
+// own: a chunked body's trailer fields are dropped as they are parsed (SPEC
+// section 4: trailers are never merged into a head), so nothing read after
+// the body can reach the client's head or change how the answer is read.
+// The views a Field gives point into the head's text: valid until the head
+// is cleared.
 class AnswerHead : public FlatFields {
 public:
     unsigned result_int() const { return status_; }
@@ -87,6 +89,7 @@ private:
 
     AnswerHead& head_;
     BodyPiece& body_;
+    bool head_done_ = false;  // fields from here on are a chunked body's trailer
 };
 
 }  // namespace modelproxy::transport

@@ -11,9 +11,8 @@
 // each field separately, so moving the container or adding fields, such as a
 // chunked body's trailers, leaves them valid; a trailer is not seen by a scan
 // made before it was read). An upstream answer's fields are an AnswerHead
-// (answer_parser.hpp), one string: there a view is valid until the next
-// field is added, so the transport scans again once a chunked body's
-// trailers are in (Exchange::read_body).
+// (answer_parser.hpp), one string that never grows after the head (its
+// trailers are dropped): a view is valid until the head is cleared.
 //
 // Pure: no I/O.
 #pragma once

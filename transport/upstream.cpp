@@ -381,11 +381,9 @@ Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::
         return Fault::dropped_in_body;
     }
     if (const Fault given = give_piece(parser.body().piece, out, piece); given != Fault::none) return given;
+    // A chunked body's trailer fields are not added to the head
+    // (answer_parser.hpp): the fields read with the head stand.
     done = parser.is_done();
-    // A chunked body may end with trailer fields, which the parser adds
-    // after the head's (answer_parser.hpp): scanned again, as a lookup after
-    // the body would see them.
-    if (done && parser.chunked()) c.fields_ = scan_response(parser.head());
     return Fault::none;
 }
 

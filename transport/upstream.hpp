@@ -203,7 +203,7 @@ public:
 
     const ResponseHeader& head() const;
     // The head's fields the proxy reads, found in one walk (field_scan.hpp);
-    // a chunked body's trailers are added once the body is complete.
+    // a chunked body's trailers are never among them (answer_parser.hpp).
     const ResponseFields& fields() const;
     bool event_stream() const;  // content type text/event-stream
 
