@@ -1,6 +1,7 @@
 #include "sse/credentials.hpp"
 
 #include "sse/credentials_engine.hpp"
+#include "sse/json_unescape.hpp"
 
 #include <hs/hs.h>
 
@@ -8,6 +9,7 @@
 #include <array>
 #include <climits>
 #include <cstdlib>
+#include <memory>
 #include <utility>
 
 namespace modelproxy::sse {
@@ -15,8 +17,10 @@ namespace modelproxy::sse {
 using detail::CompiledSecrets;
 using detail::MatchContext;
 using detail::on_match;
+using detail::scan_decoded;
 using detail::scan_failure_rule;
 using detail::scan_stream;
+using detail::scan_whole;
 using detail::thread_scratch;
 
 namespace {
@@ -138,8 +142,8 @@ std::string pattern_problem(const std::string& pattern) {
 // hs_alloc_scratch for each compiled rule set the thread meets, so a
 // reloaded config's larger databases get room and the old ones keep theirs.
 // hs_alloc_scratch allocates a sizing block even when the scratch is large
-// enough, so it runs only for a rule set not seen lately (issue 2: no
-// allocation per body or stream).
+// enough, so it runs only for a rule set not seen lately (no allocation
+// per body or stream).
 class ThreadScratch {
 public:
     ThreadScratch() = default;
@@ -153,7 +157,7 @@ public:
     hs_scratch_t* for_rules(const CompiledSecrets& compiled) {
         if (std::find(sized_for_.begin(), sized_for_.end(), compiled.generation) != sized_for_.end())
             return scratch_;
-        for (const hs_database_t* db : {compiled.block, compiled.stream}) {
+        for (const hs_database_t* db : {compiled.block, compiled.stream, compiled.keys_block, compiled.keys_stream}) {
             if (db && hs_alloc_scratch(db, &scratch_) != HS_SUCCESS) {
                 // A failed grow may have freed it: start over next time.
                 if (scratch_) hs_free_scratch(scratch_);
@@ -176,6 +180,34 @@ private:
     std::size_t next_ = 0;
 };
 
+// Where the decoded pass writes, one per thread, kept from text to text
+// (a text decodes to at most its own length). A buffer a large body grew
+// past `kept_bytes` is released after its scan: a thread does not keep tens
+// of MiB for the next rare large body.
+class DecodeBuffer {
+public:
+    static constexpr std::size_t kept_bytes = 1u << 20;
+
+    std::string_view decode(std::string_view text) {
+        if (text.size() > capacity_) {
+            data_ = std::make_unique_for_overwrite<char[]>(text.size());
+            capacity_ = text.size();
+        }
+        char* end = unescape_json(text, data_.get());
+        return std::string_view(data_.get(), static_cast<std::size_t>(end - data_.get()));
+    }
+    void trim() {
+        if (capacity_ > kept_bytes) {
+            data_.reset();
+            capacity_ = 0;
+        }
+    }
+
+private:
+    std::unique_ptr<char[]> data_;
+    std::size_t capacity_ = 0;
+};
+
 }  // namespace
 
 namespace detail {
@@ -191,6 +223,37 @@ int on_match(unsigned int id, unsigned long long, unsigned long long to, unsigne
 hs_scratch_t* thread_scratch(const CompiledSecrets& compiled) {
     thread_local ThreadScratch scratch;
     return scratch.for_rules(compiled);
+}
+
+std::string_view scan_whole(const hs_database_t* block, const hs_database_t* stream, std::string_view text,
+                            hs_scratch_t* scratch, const CompiledSecrets* compiled) {
+    if (!block) return {};  // nothing to look for
+    if (!scratch) return scan_failure_rule;
+    if (text.size() <= UINT_MAX) {
+        MatchContext ctx{compiled, {}};
+        const hs_error_t rc =
+            hs_scan(block, text.data(), static_cast<unsigned>(text.size()), 0, scratch, on_match, &ctx);
+        if (rc == HS_SUCCESS) return {};
+        return rc == HS_SCAN_TERMINATED && !ctx.rule.empty() ? ctx.rule : scan_failure_rule;
+    }
+    // Beyond block mode's length type: the same rules as one stream.
+    hs_stream_t* open = nullptr;
+    if (!stream || hs_open_stream(stream, 0, &open) != HS_SUCCESS) return scan_failure_rule;
+    std::string_view rule = scan_stream(open, text, scratch, compiled);
+    MatchContext ctx{compiled, {}};
+    const hs_error_t rc = hs_close_stream(open, scratch, on_match, &ctx);
+    if (rule.empty() && !ctx.rule.empty()) rule = ctx.rule;
+    if (rule.empty() && rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) rule = scan_failure_rule;
+    return rule;
+}
+
+std::string_view scan_decoded(const hs_database_t* block, const hs_database_t* stream, std::string_view text,
+                              hs_scratch_t* scratch, const CompiledSecrets* compiled) {
+    if (!block || !holds_escape(text)) return {};
+    thread_local DecodeBuffer buffer;
+    const std::string_view rule = scan_whole(block, stream, buffer.decode(text), scratch, compiled);
+    buffer.trim();
+    return rule;
 }
 
 std::string_view scan_stream(hs_stream_t* stream, std::string_view bytes, hs_scratch_t* scratch,
@@ -227,6 +290,7 @@ std::variant<CredentialScanner, std::string> CredentialScanner::build(
 
     auto compiled = std::make_shared<CompiledSecrets>();
     std::vector<std::string> patterns;
+    // The keys' patterns come first: ids [0, key_patterns) are theirs.
     const auto add = [&](std::string pattern, std::string label) {
         if (std::find(patterns.begin(), patterns.end(), pattern) != patterns.end()) return;
         patterns.push_back(std::move(pattern));
@@ -239,6 +303,7 @@ std::variant<CredentialScanner, std::string> CredentialScanner::build(
         add(literal_pattern(json_escaped(keys[i], false)), label + " (JSON-escaped)");
         add(literal_pattern(json_escaped(keys[i], true)), label + " (JSON-escaped)");
     }
+    const std::size_t key_patterns = patterns.size();
     if (default_patterns)
         for (const Shape& shape : default_shapes()) add(std::string(token_start) + shape.body, std::string(shape.label));
     for (std::size_t i = 0; i < secret_patterns.size(); ++i)
@@ -253,10 +318,19 @@ std::variant<CredentialScanner, std::string> CredentialScanner::build(
         expressions.push_back(patterns[i].c_str());
         ids.push_back(static_cast<unsigned>(i));
     }
-    for (auto [mode, db] : {std::pair{HS_MODE_BLOCK, &compiled->block}, std::pair{HS_MODE_STREAM, &compiled->stream}}) {
+    struct Database {
+        unsigned mode;
+        hs_database_t** db;
+        std::size_t count;  // the first `count` patterns
+    };
+    for (const Database& d : {Database{HS_MODE_BLOCK, &compiled->block, patterns.size()},
+                              Database{HS_MODE_STREAM, &compiled->stream, patterns.size()},
+                              Database{HS_MODE_BLOCK, &compiled->keys_block, key_patterns},
+                              Database{HS_MODE_STREAM, &compiled->keys_stream, key_patterns}}) {
+        if (d.count == 0) continue;
         hs_compile_error_t* error = nullptr;
-        if (hs_compile_multi(expressions.data(), flags.data(), ids.data(), static_cast<unsigned>(patterns.size()),
-                             mode, nullptr, db, &error) != HS_SUCCESS) {
+        if (hs_compile_multi(expressions.data(), flags.data(), ids.data(), static_cast<unsigned>(d.count), d.mode,
+                             nullptr, d.db, &error) != HS_SUCCESS) {
             const int at = error ? error->expression : -1;
             const std::string where = at >= 0 && static_cast<std::size_t>(at) < compiled->labels.size()
                                           ? compiled->labels[at]
@@ -267,8 +341,9 @@ std::variant<CredentialScanner, std::string> CredentialScanner::build(
     // Scans use a per-thread scratch (thread_scratch); this one only checks,
     // at load time, that one can be made for these databases.
     hs_scratch_t* probe = nullptr;
-    const bool scratch_ok = hs_alloc_scratch(compiled->block, &probe) == HS_SUCCESS &&
-                            hs_alloc_scratch(compiled->stream, &probe) == HS_SUCCESS;
+    bool scratch_ok = true;
+    for (const hs_database_t* db : {compiled->block, compiled->stream, compiled->keys_block, compiled->keys_stream})
+        if (db && hs_alloc_scratch(db, &probe) != HS_SUCCESS) scratch_ok = false;
     if (probe) hs_free_scratch(probe);
     if (!scratch_ok) return std::string("boundary: cannot allocate Vectorscan scratch space");
     return CredentialScanner(std::move(compiled));
@@ -277,6 +352,22 @@ std::variant<CredentialScanner, std::string> CredentialScanner::build(
 bool CredentialScanner::empty() const { return !compiled_ || !compiled_->block; }
 
 bool CredentialScanner::contains_secret(std::string_view body) const { return body_scan().contains_secret(body); }
+
+bool CredentialScanner::has_keys() const { return compiled_ && compiled_->keys_block; }
+
+bool CredentialScanner::key_in_head(std::string_view head) const {
+    if (!has_keys()) return false;
+    const CompiledSecrets& c = *compiled_;
+    return !scan_whole(c.keys_block, c.keys_stream, head, thread_scratch(c), &c).empty();
+}
+
+bool CredentialScanner::key_in_body(std::string_view body) const {
+    if (!has_keys()) return false;
+    const CompiledSecrets& c = *compiled_;
+    hs_scratch_t* scratch = thread_scratch(c);
+    return !scan_whole(c.keys_block, c.keys_stream, body, scratch, &c).empty() ||
+           !scan_decoded(c.keys_block, c.keys_stream, body, scratch, &c).empty();
+}
 
 BodyScan CredentialScanner::body_scan() const { return BodyScan(*this); }
 
@@ -289,30 +380,10 @@ BodyScan::BodyScan(const CredentialScanner& scanner) : compiled_(scanner.compile
 bool BodyScan::contains_secret(std::string_view body) {
     matched_rule_ = {};
     if (!compiled_ || !compiled_->block) return false;  // nothing to look for
-    hs_scratch_t* scratch = thread_scratch(*compiled_);
-    if (!scratch) {
-        matched_rule_ = scan_failure_rule;
-        return true;
-    }
-    if (body.size() <= UINT_MAX) {
-        MatchContext ctx{compiled_.get(), {}};
-        const hs_error_t rc = hs_scan(compiled_->block, body.data(), static_cast<unsigned>(body.size()), 0,
-                                      scratch, on_match, &ctx);
-        if (rc == HS_SUCCESS) return false;
-        matched_rule_ = rc == HS_SCAN_TERMINATED && !ctx.rule.empty() ? ctx.rule : scan_failure_rule;
-        return true;
-    }
-    // Beyond block mode's length type: the same rules as one stream.
-    hs_stream_t* stream = nullptr;
-    if (hs_open_stream(compiled_->stream, 0, &stream) != HS_SUCCESS) {
-        matched_rule_ = scan_failure_rule;
-        return true;
-    }
-    matched_rule_ = scan_stream(stream, body, scratch, compiled_.get());
-    MatchContext ctx{compiled_.get(), {}};
-    const hs_error_t rc = hs_close_stream(stream, scratch, on_match, &ctx);
-    if (matched_rule_.empty() && !ctx.rule.empty()) matched_rule_ = ctx.rule;
-    if (matched_rule_.empty() && rc != HS_SUCCESS && rc != HS_SCAN_TERMINATED) matched_rule_ = scan_failure_rule;
+    const CompiledSecrets& c = *compiled_;
+    hs_scratch_t* scratch = thread_scratch(c);
+    matched_rule_ = scan_whole(c.block, c.stream, body, scratch, &c);
+    if (matched_rule_.empty()) matched_rule_ = scan_decoded(c.block, c.stream, body, scratch, &c);
     return !matched_rule_.empty();
 }
 

@@ -1,7 +1,11 @@
-// Credential scan at the response boundary (SPEC section 8): every 200 text
-// body is searched for the configured upstream keys (raw and JSON-escaped)
-// and, with `default_patterns`, for well-known secret shapes as whole tokens,
-// plus `boundary.secret_patterns`. Vectorscan (Hyperscan's API), no I/O.
+// Credential scan at the response boundary (SPEC section 8): every 2xx body,
+// whatever its Content-Type, is searched for the configured upstream keys
+// (raw and JSON-escaped) and, with `default_patterns`, for well-known secret
+// shapes as whole tokens, plus `boundary.secret_patterns`; a body or an SSE
+// data line that holds a backslash escape is searched again decoded
+// (sse/json_unescape.hpp), so `\u0075`-style escapes hide nothing. The
+// upstream keys alone (not the patterns) are also looked for in response
+// heads and non-2xx bodies. Vectorscan (Hyperscan's API), no I/O.
 //
 // Threading: a CredentialScanner is immutable once built and may be shared by
 // every thread; its compiled databases live as long as any scan made from it
@@ -9,14 +13,16 @@
 // time; a StreamScan owns its stream state. Scans borrow their thread's
 // Vectorscan scratch for each call, allocated once per thread and grown for
 // each new config's databases, and a finished StreamScan's stream state is
-// kept per thread for the next one: no allocation per body or stream
-// (issue 2).
+// kept per thread for the next one; a decoded pass decodes into a buffer
+// kept per thread (released when a large body grew it past 1 MiB): no
+// allocation per body, line or stream.
 //
 // What is matched, exactly:
 //  - a configured key: its bytes, its JSON string form (`"` -> `\"`,
 //    `\` -> `\\`, control bytes as `\n`-style or `\u00XX` escapes) and that
 //    form with `/` also written `\/`; anywhere, not only as a whole token.
-//    Empty keys are ignored.
+//    Empty keys are ignored. Any other spelling (`\u` escapes, a mix of
+//    `/` and `\/`) is found by the decoded pass.
 //  - default shapes, as whole tokens: the match must start the text or
 //    follow a byte outside [A-Za-z0-9_-]. In raw JSON bytes a JSON escape
 //    (`\b` `\f` `\n` `\r` `\t` `\uXXXX`) before the token also counts as a
@@ -31,6 +37,9 @@
 //    the start of the text, no whole-token wrapping: the operator anchors a
 //    pattern as they mean it). A pattern that can match the empty string is
 //    refused at build: it would refuse every body.
+//  - the decoded pass: the same rules over the text with every JSON escape
+//    decoded, as one more text (its own `^` and `$`): a whole body, or one
+//    data line.
 //
 // A match is reported by the rule that matched (e.g. "upstream key 0",
 // "default sk- key", "boundary.secret_patterns[2]"), never by the bytes.
@@ -73,8 +82,18 @@ public:
                                                               std::span<const std::string> secret_patterns,
                                                               bool default_patterns);
 
-    // A whole body, in one call (a BodyScan made for it).
+    // A whole 2xx body, in one call (a BodyScan made for it): every rule,
+    // over its bytes and, when they hold a backslash, decoded.
     bool contains_secret(std::string_view body) const;
+
+    // The configured upstream keys only (SPEC section 8: not the patterns).
+    // key_in_head: the bytes of a response head as the client would get
+    // them (no decoding: a header is not JSON). key_in_body: a non-2xx body,
+    // its bytes and, when they hold a backslash, decoded. One Vectorscan
+    // call each (two for an escaped body); false when no key is configured.
+    bool key_in_head(std::string_view head) const;
+    bool key_in_body(std::string_view body) const;
+    bool has_keys() const;
 
     BodyScan body_scan() const;
     StreamScan stream_scan() const;
@@ -97,6 +116,8 @@ class BodyScan {
 public:
     explicit BodyScan(const CredentialScanner& scanner);
 
+    // Every rule over the body's bytes, then over its decoded text when the
+    // bytes hold a backslash.
     bool contains_secret(std::string_view body);
     // The rule behind the last true answer.
     std::string_view matched_rule() const { return matched_rule_; }
@@ -106,8 +127,8 @@ private:
     std::string_view matched_rule_;
 };
 
-// Stream mode, one per attempt. Two channels (section 8: "scan the bytes and
-// each choice's concatenated answer text"):
+// Stream mode, one per attempt. Three channels (section 8: "scan the bytes and
+// each choice's concatenated answer text", and string values decoded):
 //  - the raw bytes, in order, as one Vectorscan stream: feed_read() (or
 //    feed_bytes()) takes any split, so a secret split across reads is found;
 //  - the decoded answer text of each AnswerTextKey, each its own Vectorscan
@@ -115,12 +136,14 @@ private:
 //    (DataInfo::answer_fragments): a token split across events' JSON strings
 //    ("sk-proj-AAAA" then "BBBB...") is found although the raw bytes never
 //    hold it contiguously. The line is parsed once, by the Inspector, for
-//    every check.
+//    every check;
+//  - each data line decoded (check_decoded_line), when it holds an escape:
+//    a secret spelled with `\u` escapes in any string of one event.
 // The relay, per upstream read: feed_read(piece); then per event
 // event_passed(event.raw.size(), counts) and, for each data line,
-// note_answer_text(ordinal, inspector.inspect(event, i, endpoint)
-// .answer_fragments); then settle() before acting on anything the read's
-// events decided. Vectorscan's cost is mostly per call and a chat chunk's
+// check_decoded_line(line) and note_answer_text(ordinal,
+// inspector.inspect(event, i, endpoint).answer_fragments); then settle()
+// before acting on anything the read's events decided. Vectorscan's cost is mostly per call and a chat chunk's
 // answer text is a few bytes, so the answer texts are scanned once per
 // settle (a few calls per stream), not once per line. A match is reported
 // with where it ends (event_passed: the event; settle: the noted ordinal),
@@ -166,6 +189,13 @@ public:
     // One data line's answer-text fragments at once (note + settle): the
     // verdict as soon as a secret ends in them.
     CredentialVerdict feed_answer_text(std::span<const AnswerFragment> fragments);
+    // The decoded channel: one data line's value (Event::data[i]) with its
+    // JSON escapes decoded, scanned as a text of its own, when it holds a
+    // backslash (a line without one decodes to its raw bytes, which the raw
+    // channel scans). The verdict at once: the relay refuses the line's event
+    // before anything of it goes out. Costs a memchr per line; a Vectorscan
+    // call only for a line with an escape.
+    CredentialVerdict check_decoded_line(std::string_view data);
     // The stream ended: patterns anchored at the end (`$` in a secret
     // pattern) get their last chance. Further feeds are ignored.
     CredentialVerdict finish();

@@ -17,6 +17,10 @@ namespace modelproxy::sse::detail {
 struct CompiledSecrets {
     hs_database_t* block = nullptr;   // HS_MODE_BLOCK: whole bodies
     hs_database_t* stream = nullptr;  // HS_MODE_STREAM: SSE streams
+    // The upstream keys' patterns alone (heads, non-2xx bodies); their ids
+    // are the same as in the databases above, so `labels` name them too.
+    hs_database_t* keys_block = nullptr;
+    hs_database_t* keys_stream = nullptr;  // for a text beyond block mode's length type
     std::vector<std::string> labels;  // by pattern id
     // Unique per build, increasing: what the per-thread scratch and spare
     // streams were made for (an address could be reused by a later build).
@@ -26,8 +30,8 @@ struct CompiledSecrets {
     CompiledSecrets(const CompiledSecrets&) = delete;
     CompiledSecrets& operator=(const CompiledSecrets&) = delete;
     ~CompiledSecrets() {
-        if (block) hs_free_database(block);
-        if (stream) hs_free_database(stream);
+        for (hs_database_t* db : {block, stream, keys_block, keys_stream})
+            if (db) hs_free_database(db);
     }
 
     static std::uint64_t next_generation() {
@@ -51,6 +55,18 @@ int on_match(unsigned int id, unsigned long long from, unsigned long long to, un
 // The calling thread's scratch, sized for `compiled` (credentials.cpp's
 // ThreadScratch); null when Vectorscan cannot allocate it.
 hs_scratch_t* thread_scratch(const CompiledSecrets& compiled);
+
+// The rule that matched in `text` scanned as one whole text with `block`
+// (or, beyond block mode's length type, `stream`, the same rules), empty
+// when none; scan_failure_rule on an engine error.
+std::string_view scan_whole(const hs_database_t* block, const hs_database_t* stream, std::string_view text,
+                            hs_scratch_t* scratch, const CompiledSecrets* compiled);
+
+// scan_whole over `text` with its JSON escapes decoded (json_unescape.hpp),
+// in the calling thread's decode buffer; empty at once when `text` holds no
+// backslash.
+std::string_view scan_decoded(const hs_database_t* block, const hs_database_t* stream, std::string_view text,
+                              hs_scratch_t* scratch, const CompiledSecrets* compiled);
 
 // Feeds bytes to an open stream in pieces Vectorscan's length type can take.
 // The matched rule, empty when none; scan_failure_rule on an engine error.

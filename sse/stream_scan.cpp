@@ -1,9 +1,10 @@
 // StreamScan (credentials.hpp): the credential scan of one stream attempt,
-// its raw channel and its answer-text channels, over the rules and
-// per-thread scratch of credentials_engine.hpp.
+// its raw channel, its answer-text channels and its decoded lines, over the
+// rules and per-thread scratch of credentials_engine.hpp.
 #include "sse/credentials.hpp"
 
 #include "sse/credentials_engine.hpp"
+#include "sse/json_unescape.hpp"
 
 #include <hs/hs.h>
 
@@ -13,6 +14,7 @@ namespace modelproxy::sse {
 
 using detail::MatchContext;
 using detail::on_match;
+using detail::scan_decoded;
 using detail::scan_failure_rule;
 using detail::scan_stream;
 using detail::thread_scratch;
@@ -274,6 +276,18 @@ CredentialVerdict StreamScan::feed_answer_text(std::span<const AnswerFragment> f
     if (verdict_ != CredentialVerdict::clean) return verdict_;
     note_answer_text(0, fragments);
     settle();
+    return verdict_;
+}
+
+CredentialVerdict StreamScan::check_decoded_line(std::string_view data) {
+    if (verdict_ != CredentialVerdict::clean || finished_ || !compiled_ || !compiled_->block) return verdict_;
+    if (!holds_escape(data)) return verdict_;  // the raw channel scanned these very bytes
+    const detail::CompiledSecrets& c = *compiled_;
+    const std::string_view rule = scan_decoded(c.block, c.stream, data, thread_scratch(c), &c);
+    if (!rule.empty()) {
+        verdict_ = CredentialVerdict::credential_in_response;
+        matched_rule_ = rule;
+    }
     return verdict_;
 }
 
