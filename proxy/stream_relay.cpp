@@ -254,6 +254,11 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
     const auto note = [&](const sse::DataInfo& info) {
         if (r.secrets) r.secrets->note_answer_text(r.batch.line(r.out.size(), r.held.size()), info.answer_fragments);
     };
+    // A data line holding an escape, scanned decoded before it is read
+    // (section 8: its strings as decoded text); a memchr for any other.
+    const auto decoded_leak = [&](std::string_view data) {
+        return r.secrets && r.secrets->check_decoded_line(data) == sse::CredentialVerdict::credential_in_response;
+    };
     r.batch.clear();
     const RelayStep step = [&]() -> RelayStep {
         while (const sse::Event* event = r.reader.next()) {
@@ -268,6 +273,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                 // Read for section 8 (credentials, identity), never forwarded.
                 bool foreign = false;
                 for (std::size_t i = 0; (r.secrets || r.identity) && i < event->data.size(); ++i) {
+                    if (decoded_leak(event->data[i])) return credential_refusal();
                     const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                     note(info);
                     foreign = foreign || (r.identity && sse::refused(r.identity->on_line(info)));
@@ -283,6 +289,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             bool answer = false, event_error = false, done_here = false;
             policy::ProviderError declared;
             for (std::size_t i = 0; i < event->data.size(); ++i) {
+                if (decoded_leak(event->data[i])) return credential_refusal();
                 const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                 note(info);
                 r.batch.see(info.usage);

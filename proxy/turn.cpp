@@ -96,8 +96,13 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
             failed.code = "upstream_redirect";
             failed.message = "the upstream answered with a redirect, which is never followed";
         } else if (status >= 200 && status < 300 && ex.event_stream()) {
-            StreamEnd end = co_await stream_attempt(a, failed);
-            if (end.finished) co_return AttemptEnd{true, end.keep_alive};
+            if (head_carries_key(ex)) {
+                // SPEC section 8: refused before any event is read.
+                failed = credential_refusal();
+            } else {
+                StreamEnd end = co_await stream_attempt(a, failed);
+                if (end.finished) co_return AttemptEnd{true, end.keep_alive};
+            }
             failed.stream_status = 200;
         } else {
             // A whole body: read it (nothing reaches the client until it is complete).
@@ -144,6 +149,14 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
                                           .count();
                 failed.retry_after_ms =
                     policy::retry_after_ms(ex.fields().retry_after_ms, ex.fields().retry_after, now_unix);
+                // SPEC section 8: an answer that echoes an upstream key, in
+                // its head or its body, keeps its status (and its
+                // classification) but is never passed on (end_answer).
+                if (head_carries_key(ex) || (plan_.runtime->secrets && plan_.runtime->secrets->key_in_body(body))) {
+                    failed.key_echoed = true;
+                    failed.code = "credential_in_response";
+                    failed.message = "the upstream answer carried credential material";
+                }
                 failed.body = std::move(body);
                 failed.attempt = std::move(a);
             }
@@ -252,9 +265,18 @@ TurnRun::Failed TurnRun::refusal(std::string_view rule, std::string_view code, s
     return f;
 }
 
-// SPEC section 8 on a whole 200 body, before any byte reaches the client:
-// model identity (on the endpoints that name one) and the credential scan
-// (text bodies).
+TurnRun::Failed TurnRun::credential_refusal() {
+    return refusal("credential", "credential_in_response", "the upstream answer carried credential material",
+                   policy::ErrorClass::credential);
+}
+
+bool TurnRun::head_carries_key(const transport::Exchange& ex) const {
+    return plan_.runtime->secrets && plan_.runtime->secrets->key_in_head(ex.head().bytes());
+}
+
+// SPEC section 8 on a whole 2xx body, before any byte reaches the client:
+// model identity (on the endpoints that name one) and the credential scan,
+// of the body whatever its Content-Type says, and of the head for the keys.
 bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Failed& failed) {
     // The body's `usage` counts whatever the verdict: the upstream spent the
     // tokens. The identity walk reads it; without one, one more parse.
@@ -270,12 +292,8 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
     } else if (plan_.endpoint != policy::Endpoint::other) {
         metrics::count_usage(worker_.counters(slot_), worker_.inspector().inspect(body, plan_.endpoint).usage);
     }
-    const std::string_view type = ex.fields().content_type.value_or("");
-    const bool text = type.empty() || type.find("json") != std::string_view::npos ||
-                      type.substr(0, 5) == "text/" || type.find("event-stream") != std::string_view::npos;
-    if (text && plan_.runtime->secrets && plan_.runtime->secrets->contains_secret(body)) {
-        failed = refusal("credential", "credential_in_response", "the upstream answer carried credential material",
-                         policy::ErrorClass::credential);
+    if (plan_.runtime->secrets && (plan_.runtime->secrets->contains_secret(body) || head_carries_key(ex))) {
+        failed = credential_refusal();
         return true;
     }
     return false;

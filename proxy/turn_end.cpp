@@ -277,7 +277,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         end.chunk = *failed.held_stream;
         return;
     }
-    if (failed.status != 0) {
+    if (failed.status != 0 && !failed.key_echoed) {
         // The upstream answered: its status, body and end-to-end headers.
         transport::Exchange& ex = *failed.attempt.exchange;
         ResponseHead head(static_cast<unsigned>(failed.status), ex.head().reason());
@@ -294,8 +294,13 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         return;
     }
     // No upstream answer to pass on: the section 9 envelope (a section 8
-    // refusal is a 502 with its code, outcome refused).
-    const unsigned status = shown.cls == policy::ErrorClass::timeout ? 504 : 502;
+    // refusal is a 502 with its code, outcome refused). An upstream answer
+    // that echoed a key keeps its status, and none of its headers or body
+    // (SPEC section 8).
+    if (failed.key_echoed && failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
+    const unsigned status = failed.key_echoed                         ? static_cast<unsigned>(failed.status)
+                            : shown.cls == policy::ErrorClass::timeout ? 504
+                                                                       : 502;
     EnvelopeDetails details;
     details.error_class = cls;
     details.attempts = attempts_;

@@ -79,6 +79,7 @@ private:
         std::string body;
         std::optional<std::string> held_stream;  // a 200 stream's held events ending in an error event
         bool refusal = false;                    // a section 8 refusal: 502 with its code, never retried
+        bool key_echoed = false;                 // a non-2xx answer carrying an upstream key: its status, our envelope
         int stream_status = 0;                   // 200 when the failure was inside a 200 stream
 
         // The status an attempt record shows: the HTTP answer, if there was one.
@@ -117,6 +118,10 @@ private:
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
     static Failed refusal(std::string_view rule, std::string_view code, std::string_view message,
                           policy::ErrorClass cls);
+    static Failed credential_refusal();
+    // SPEC section 8: an injected upstream key in the upstream answer's head
+    // (its reason phrase, field names and values), which the client would get.
+    bool head_carries_key(const transport::Exchange& ex) const;
     void give_back(Attempt& a, Clock::time_point now = Clock::now());
     // The idle gauge of this route's pool, after the pool changed.
     void note_idle(const transport::Pool& pool) {

@@ -40,6 +40,9 @@ public:
     // The reason phrase as sent; empty when the status line had none.
     std::string_view reason() const { return std::string_view(text_).substr(0, reason_size_); }
     unsigned version() const { return version_; }
+    // Every byte of the reason phrase and the fields' names and values, as
+    // one text (what the credential scan reads of a head in one call).
+    std::string_view bytes() const { return text_; }
 
     // The status line, a parser's first step: the fields and text start over.
     void start(unsigned status, std::string_view reason, unsigned version) {
