@@ -9,9 +9,10 @@
 // the min-max spread (tests/bench/bench.hpp).
 //
 // The headline ("identity + credentials per event") is the relay's whole
-// per-event boundary work, called as proxy/turn.cpp stream_attempt calls it:
+// per-event boundary work, called as proxy/stream_relay.cpp calls it:
 // the event's raw bytes to the credential stream scan, then for its data line
-// one Inspector::inspect (the only JSON parse, or none when the line repeats
+// the decoded pass (a memchr: these lines hold no escape), one
+// Inspector::inspect (the only JSON parse, or none when the line repeats
 // the last one's shape, as these chunks do), its answer-text fragments to
 // the credential scan's second channel, and the line to the identity check.
 // The events are sse::Event values as the Reader yields them for one event per
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     const auto relay_event = [&](const Event& e) {
         sink += static_cast<int>(scan.feed_bytes(e.raw));
         for (std::size_t i = 0; i < e.data.size(); ++i) {
+            sink += static_cast<int>(scan.check_decoded_line(e.data[i]));
             const DataInfo& info = inspector.inspect(e, i, chat, memo);
             sink += static_cast<int>(scan.feed_answer_text(info.answer_fragments));
             sink += static_cast<int>(identity.on_line(info));
@@ -156,6 +158,20 @@ int main(int argc, char** argv) {
         sink += static_cast<int>(scan.feed_answer_text(infos[i % infos.size()]->answer_fragments));
     });
     scan.reset();
+    const Figure plain_line_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += static_cast<int>(scan.check_decoded_line(at(i).line));
+    });
+    // A line whose answer text holds a newline, as \n: decoded and scanned again.
+    std::vector<std::string> escaped_lines;
+    for (const Chunk& c : chunks) {
+        std::string line(c.line);
+        line.insert(line.find(R"("},"logprobs")"), R"(\n)");
+        escaped_lines.push_back(std::move(line));
+    }
+    const Figure escaped_line_ns = ns_per_event(events, [&](std::size_t i) {
+        sink += static_cast<int>(scan.check_decoded_line(escaped_lines[i % escaped_lines.size()]));
+    });
+    scan.reset();
     identity.reset();
     const Figure checks_ns = ns_per_event(events, [&](std::size_t i) {
         const DataInfo& info = *infos[i % infos.size()];
@@ -174,6 +190,22 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 20; ++i) body += chunks[static_cast<std::size_t>(i) % chunks.size()].line;
     BodyScan block = scanner.body_scan();
     const Figure body_ns = ns_per_event(events / 10 + 1, [&](std::size_t) { sink += block.contains_secret(body); });
+    std::string escaped_body;
+    for (int i = 0; i < 20; ++i) escaped_body += escaped_lines[static_cast<std::size_t>(i) % escaped_lines.size()];
+    const Figure escaped_body_ns =
+        ns_per_event(events / 10 + 1, [&](std::size_t) { sink += block.contains_secret(escaped_body); });
+    // A provider's answer head (reason and fields, as AnswerHead::bytes holds them).
+    std::string head = "OK";
+    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+             {"date", "Tue, 02 Dec 2025 04:38:27 GMT"}, {"content-type", "application/json"},
+             {"openai-organization", "org-abc123"}, {"openai-processing-ms", "412"}, {"openai-version", "2020-10-01"},
+             {"x-ratelimit-limit-requests", "10000"}, {"x-ratelimit-remaining-requests", "9999"},
+             {"x-ratelimit-reset-requests", "6ms"}, {"x-request-id", "req_0123456789abcdef0123456789abcdef"},
+             {"strict-transport-security", "max-age=31536000; includeSubDomains; preload"},
+             {"cf-cache-status", "DYNAMIC"}, {"set-cookie", "__cf_bm=abcdefghijklmnopqrstuvwxyz0123456789; path=/"},
+             {"server", "cloudflare"}, {"cf-ray", "8a1b2c3d4e5f6789-AMS"}, {"alt-svc", "h3=\":443\"; ma=86400"}})
+        head += name + value;
+    const Figure head_ns = ns_per_event(events, [&](std::size_t) { sink += scanner.key_in_head(head); });
 
     if (scan.verdict() != CredentialVerdict::clean || identity.finish() != IdentityVerdict::ok) {
         std::fprintf(stderr, "unexpected refusal: %.*s\n", static_cast<int>(scan.matched_rule().size()),
@@ -190,10 +222,15 @@ int main(int argc, char** argv) {
     print("  Inspector::inspect (parsed whole, copied, and learned)", learn_ns, "ns/event");
     print("  credentials: raw bytes stream scan", raw_ns, "ns/event");
     print("  credentials: answer-text stream scan (fragments)", text_ns, "ns/event");
+    print("  credentials: decoded pass, a line without an escape (memchr)", plain_line_ns, "ns/event");
+    print("  credentials: decoded pass, a line with a \\n escape (decoded, scanned)", escaped_line_ns, "ns/event");
     print("  identity (StreamIdentity::on_line)", id_ns, "ns/event");
     print("  both checks on an inspected line (no parse)", checks_ns, "ns/event");
     print("StreamScan per attempt (clone scratch, open)", open_ns, "ns");
     std::printf("BodyScan::contains_secret on a %zu-byte body:\n", body.size());
     print("  one body", body_ns, "ns");
+    print("  one body whose lines hold a \\n escape (scanned twice)", escaped_body_ns, "ns");
+    std::printf("CredentialScanner::key_in_head on a %zu-byte head:\n", head.size());
+    print("  one head", head_ns, "ns");
     return 0;
 }
