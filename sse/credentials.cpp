@@ -62,7 +62,12 @@ std::vector<Shape> default_shapes() {
         {"default sk- key", "sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\\-]{40,}"},
         // The documentation example AKIAIOSFODNN7EXAMPLE is not a secret.
         {"default AWS access key", "AKIA" + run_not_ending(16, "EXAMPLE")},
-        {"default private key block", "-----BEGIN [A-Z ]*PRIVATE KEY-----"},
+        // At least 64 base64 characters after the header, line breaks
+        // allowed between them: as bytes, or in raw JSON as `\n` / `\r`
+        // escapes (and `/` as `\/`), so the raw channel finds a key block
+        // split across reads and events too.
+        {"default private key block",
+         R"(-----BEGIN [A-Z ]*PRIVATE KEY-----(?:(?:[\r\n]|\\[rn])*(?:[A-Za-z0-9+/=]|\\/)){64})"},
         {"default GitHub token", "ghp_[A-Za-z0-9]{36}"},
         {"default NVIDIA API key", "nvapi-[A-Za-z0-9_\\-]{40,}"},
     };

@@ -30,7 +30,9 @@
 //    letter, digit, `_` or `-`). `sk-(proj-|svcacct-|admin-)?[A-Za-z0-9_-]{40,}`,
 //    `AKIA[0-9A-Z]{16}` unless those 16 end in `EXAMPLE` (written as a
 //    regular expression, so it holds across stream events too),
-//    `-----BEGIN [A-Z ]*PRIVATE KEY-----`, `ghp_[A-Za-z0-9]{36}`,
+//    `-----BEGIN [A-Z ]*PRIVATE KEY-----` followed by at least 64 base64
+//    characters (line breaks, or their JSON escapes, allowed between them),
+//    `ghp_[A-Za-z0-9]{36}`,
 //    `nvapi-[A-Za-z0-9_-]{40,}`. Only the start is a token edge: the spec
 //    asks nothing of the byte after.
 //  - secret_patterns: as written (Vectorscan syntax, case-sensitive, `^` is

@@ -77,7 +77,7 @@ std::string secret_of(Input& in) {
         case 3: return "sk-proj-" + run(40 + in.byte() % 8, alnum);
         case 4: return "AKIA" + run(15, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") + "Q";
         case 5: return "ghp_" + run(36, alnum);
-        case 6: return "-----BEGIN EC PRIVATE KEY-----";
+        case 6: return "-----BEGIN EC PRIVATE KEY-----\n" + run(40, alnum) + "\r\n" + run(24, alnum);
         default: return "corp-" + run(8, "0123456789");
     }
 }

@@ -79,6 +79,7 @@ std::string any_secret(std::mt19937& random) {
     constexpr std::string_view alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     constexpr std::string_view upper_digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     constexpr std::string_view key_chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
+    constexpr std::string_view base64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     switch (random() % 9) {
         case 0:
         case 1:
@@ -87,7 +88,9 @@ std::string any_secret(std::mt19937& random) {
         case 4: return "AKIA" + random_of(upper_digits, 15, random) + "Q";
         case 5: return "ghp_" + random_of(alnum, 36, random);
         case 6: return "nvapi-" + random_of(alnum, 40 + random() % 10, random);
-        case 7: return "-----BEGIN RSA PRIVATE KEY-----";
+        case 7:
+            return "-----BEGIN RSA PRIVATE KEY-----\n" + random_of(base64, 32, random) + "\r\n" +
+                   random_of(base64, 32, random);
         default: return "corp-" + random_of("0123456789", 8, random);
     }
 }
@@ -167,7 +170,7 @@ TEST_CASE("credentials: a key spelled with any mix of escapes is found in a body
 TEST_CASE("credentials: each default shape \\u-escaped is found", "[credentials][decoded]") {
     const std::string secret = GENERATE(as<std::string>{}, "sk-proj-" + std::string(44, 'Q'), "AKIAZ7Q2LMNOPQRSTUVW",
                                         "ghp_" + std::string(36, 'z'), "nvapi-" + std::string(41, '9'),
-                                        "-----BEGIN PRIVATE KEY-----");
+                                        "-----BEGIN PRIVATE KEY-----\n" + std::string(64, 'M'));
     std::mt19937 random(3);
     const std::string body = R"({"a":"x )" + spelled(secret, random, 1) + R"("})";
     CAPTURE(body);

@@ -66,9 +66,11 @@ const std::string sk_plain = "sk-" + chars40;
 const std::string sk_svc = "sk-svcacct-" + chars40;
 const std::string sk_admin = "sk-admin-" + chars40;
 const std::string akia = "AKIAZ7Q2LMNOPQRSTUVW";
-const std::string pem = "-----BEGIN RSA PRIVATE KEY-----";
-const std::string pem_plain = "-----BEGIN PRIVATE KEY-----";
-const std::string pem_ssh = "-----BEGIN OPENSSH PRIVATE KEY-----";
+// 64 base64 characters: the least a private key block must hold after its header.
+const std::string base64_64 = "MIIEpAIBAAKCAQEAx4+/Zq7LmN3pR8sT1vW4xY6zA9bC2dE5fG8hJ0kL3mN6pQ9r";
+const std::string pem = "-----BEGIN RSA PRIVATE KEY-----" + base64_64;
+const std::string pem_plain = "-----BEGIN PRIVATE KEY-----" + base64_64;
+const std::string pem_ssh = "-----BEGIN OPENSSH PRIVATE KEY-----" + base64_64;
 const std::string ghp = "ghp_" + chars40.substr(0, 36);
 const std::string nvapi = "nvapi-" + chars40 + "-_";
 
@@ -161,13 +163,35 @@ TEST_CASE("credentials: prose that must pass", "[credentials]") {
         {"documentation AWS key in JSON", R"({"content":"use AKIAIOSFODNN7EXAMPLE here"})"},
         {"AKIA and 15", "AKIAIOSFODNN7EXAM"},
         {"lowercase AKIA body", "AKIAiosfodnn7example"},
-        {"public key", "-----BEGIN PUBLIC KEY-----"},
+        {"public key", "-----BEGIN PUBLIC KEY-----" + base64_64},
+        {"a private key header alone", "how a key starts: -----BEGIN PRIVATE KEY----- and so on"},
         {"ghp_ and 35", "ghp_" + chars40.substr(0, 35)},
         {"nvapi- and 39", "nvapi-" + chars40.substr(0, 39)},
         {"a JSON \\\\ then n", R"({"content":"x\\\\nope"})"},
     }));
     CAPTURE(name);
     CHECK_FALSE(found(defaults(), body));
+}
+
+TEST_CASE("credentials: a private key block needs 64 base64 characters after its header, line breaks allowed",
+          "[credentials]") {
+    const std::string header = "-----BEGIN EC PRIVATE KEY-----";
+    const std::string first = base64_64.substr(0, 32), rest = base64_64.substr(32);
+    auto [name, body, expected] = GENERATE_REF(table<std::string, std::string, bool>({
+        {"64 at once", header + base64_64, true},
+        {"63", header + base64_64.substr(0, 63), false},
+        {"the header alone", header, false},
+        {"a space after the header", header + " " + base64_64, false},
+        {"LF line breaks", header + "\n" + first + "\n" + rest + "\n", true},
+        {"CRLF line breaks", header + "\r\n" + first + "\r\n" + rest, true},
+        {"in JSON, \\n escapes", R"({"k":")" + header + R"(\n)" + first + R"(\n)" + rest + R"("})", true},
+        {"in JSON, \\r\\n escapes and \\/", R"({"k":")" + header + R"(\r\nMIIE\/)" + rest + first + R"("})",
+         true},
+        {"in JSON, 63 split by escapes", R"({"k":")" + header + R"(\n)" + first + R"(\n)" + rest.substr(1) + R"("})",
+         false},
+    }));
+    CAPTURE(name);
+    CHECK(found(defaults(), body) == expected);
 }
 
 TEST_CASE("credentials: the AKIA...EXAMPLE exclusion is exact", "[credentials]") {
