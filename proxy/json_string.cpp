@@ -1,7 +1,5 @@
 #include "proxy/json_string.hpp"
 
-#include <boost/json/serializer.hpp>
-
 #include <cstdint>
 #include <cstring>
 
@@ -9,9 +7,8 @@ namespace modelproxy::proxy {
 
 namespace {
 
-// Printable ASCII other than `"` and `\`: the bytes this file copies without
-// the serializer. (DEL and bytes from 0x80 come out of the serializer as they
-// went in, but go through it, as they always have.)
+// Printable ASCII other than `"` and `\`: the bytes copied without a look
+// at each (write_escaped handles all others).
 bool plain_byte(char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
 
 constexpr std::uint64_t kOnes = 0x0101010101010101ull;
@@ -35,7 +32,7 @@ constexpr std::uint64_t kHighs = 0x8080808080808080ull;
 }
 
 // Copies `text` to `out` while it is plain; false at the first byte that is
-// not (what was copied by then is left for the serializer to overwrite).
+// not (what was copied by then is left for write_escaped to overwrite).
 bool copy_plain(char* out, std::string_view text) {
     const char* in = text.data();
     const std::size_t size = text.size();
@@ -61,20 +58,89 @@ bool copy_plain(char* out, std::string_view text) {
     return true;
 }
 
-// The serializer's set-up and stack frame kept out of the common case.
-[[gnu::noinline]] char* write_escaped(char* out, std::string_view text) {
-    // Boost.JSON 1.81 escapes `"`, `\` and the control bytes (\b \t \n \f \r
-    // by name, the rest as \u00XX) and passes every other byte through,
-    // UTF-8 or not; the bound covers its worst case, so one read finishes.
-    boost::json::serializer serializer;
-    serializer.reset(boost::json::string_view(text.data(), text.size()));
-    std::size_t room = json_string_bound(text.size());
-    while (!serializer.done()) {
-        const boost::json::string_view part = serializer.read(out, room);
-        if (part.empty()) break;  // no room left: cannot happen within the bound, but never spin
-        out += part.size();
-        room -= part.size();
+// The length of the well-formed UTF-8 sequence of two to four bytes that
+// `s` (holding `n` > 0 bytes, s[0] >= 0x80) begins with, or 0 when it begins
+// with none (Unicode 15, table 3-7: no overlong forms, no surrogates,
+// nothing above U+10FFFF).
+std::size_t utf8_sequence(const unsigned char* s, std::size_t n) {
+    const unsigned char c = s[0];
+    const auto tail = [&](std::size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
+        return i < n && s[i] >= lo && s[i] <= hi;
+    };
+    if (c >= 0xC2 && c <= 0xDF) return tail(1) ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        const unsigned char lo = c == 0xE0 ? 0xA0 : 0x80;
+        const unsigned char hi = c == 0xED ? 0x9F : 0xBF;
+        return tail(1, lo, hi) && tail(2) ? 3 : 0;
     }
+    if (c >= 0xF0 && c <= 0xF4) {
+        const unsigned char lo = c == 0xF0 ? 0x90 : 0x80;
+        const unsigned char hi = c == 0xF4 ? 0x8F : 0xBF;
+        return tail(1, lo, hi) && tail(2) && tail(3) ? 4 : 0;
+    }
+    return 0;
+}
+
+char* write_u00(char* out, unsigned char c) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::memcpy(out, "\\u00", 4);
+    out[4] = hex[c >> 4];
+    out[5] = hex[c & 15];
+    return out + 6;
+}
+
+// The text that is not all plain, kept out of the common case. Every byte
+// the client sent comes out as valid JSON text whatever it was (SPEC section
+// 10: a record line must parse): `"` and `\` escaped; the control
+// characters, C0, DEL and C1 alike, escaped (\n, \r, \t, \b, \f by name,
+// the rest as \u00XX), so no record carries a raw control byte into a log
+// or terminal; well-formed UTF-8 copied as it is; and each byte that is not
+// part of a well-formed UTF-8 sequence replaced by U+FFFD, the replacement
+// character (3 bytes, within the bound of 6 per input byte).
+[[gnu::noinline]] char* write_escaped(char* out, std::string_view text) {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    *out++ = '"';
+    for (std::size_t i = 0; i < n;) {
+        const unsigned char c = s[i];
+        if (c < 0x80) {
+            ++i;
+            char named = 0;
+            switch (c) {
+                case '"': named = '"'; break;
+                case '\\': named = '\\'; break;
+                case '\n': named = 'n'; break;
+                case '\r': named = 'r'; break;
+                case '\t': named = 't'; break;
+                case '\b': named = 'b'; break;
+                case '\f': named = 'f'; break;
+                default: break;
+            }
+            if (named) {
+                *out++ = '\\';
+                *out++ = named;
+            } else if (c < 0x20 || c == 0x7f) {
+                out = write_u00(out, c);
+            } else {
+                *out++ = static_cast<char>(c);
+            }
+            continue;
+        }
+        const std::size_t size = utf8_sequence(s + i, n - i);
+        if (size == 0) {
+            std::memcpy(out, "\xEF\xBF\xBD", 3);  // U+FFFD
+            out += 3;
+            ++i;
+        } else if (c == 0xC2 && s[i + 1] < 0xA0) {  // U+0080..U+009F, the C1 controls
+            out = write_u00(out, s[i + 1]);
+            i += 2;
+        } else {
+            std::memcpy(out, s + i, size);
+            out += size;
+            i += size;
+        }
+    }
+    *out++ = '"';
     return out;
 }
 

@@ -1,5 +1,7 @@
 #include "proxy/local_answers.hpp"
 
+#include "proxy/json_string.hpp"
+
 #include <boost/json.hpp>
 
 namespace modelproxy::proxy {
@@ -91,18 +93,30 @@ std::string_view type_of(ClientError error) {
 
 std::string error_envelope(std::string_view message, std::string_view type, std::string_view code,
                            const EnvelopeDetails& details) {
-    // json::object keeps insertion order, which is the order section 9 shows.
-    json::object error;
-    error["message"] = message;
-    error["type"] = type;
-    error["code"] = code;
-    if (details.error_class) error["class"] = *details.error_class;
-    if (details.attempts) error["attempts"] = *details.attempts;
-    if (details.decision) error["decision"] = *details.decision;
-    if (details.bound) error["bound"] = *details.bound;
-    json::object envelope;
-    envelope["error"] = std::move(error);
-    return json::serialize(envelope);
+    // Written member by member, in the order section 9 shows; every string
+    // through append_json_string, so that the body is valid JSON whatever
+    // bytes a client put into the message (a path, a model name).
+    std::string out;
+    out.reserve(96 + message.size());
+    const auto member = [&](std::string_view key, std::string_view value) {
+        out += ",\"";
+        out += key;
+        out += "\":";
+        append_json_string(out, value);
+    };
+    out += R"({"error":{"message":)";
+    append_json_string(out, message);
+    member("type", type);
+    member("code", code);
+    if (details.error_class) member("class", *details.error_class);
+    if (details.attempts) {
+        out += R"(,"attempts":)";
+        out += std::to_string(*details.attempts);
+    }
+    if (details.decision) member("decision", *details.decision);
+    if (details.bound) member("bound", *details.bound);
+    out += "}}";
+    return out;
 }
 
 LocalAnswer client_error(unsigned status, std::string_view code, std::string_view message) {

@@ -64,7 +64,8 @@ struct EnvelopeDetails {
 
 // {"error":{"message":..,"type":..,"code":..[,"class":..][,"attempts":N]
 // [,"decision":..][,"bound":..]}} in exactly that member order. Strings are
-// JSON-escaped (any message may carry client-supplied text).
+// written by append_json_string (json_string.hpp): valid JSON whatever bytes
+// they hold (a message may carry client-supplied text: a path, a model).
 std::string error_envelope(std::string_view message, std::string_view type, std::string_view code,
                            const EnvelopeDetails& details = {});
 

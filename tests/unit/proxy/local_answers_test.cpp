@@ -1,5 +1,6 @@
 #include "proxy/local_answers.hpp"
 
+#include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -57,6 +58,21 @@ TEST_CASE("error_envelope escapes every string", "[local_answers]") {
           R"({"error":{"message":"a \"quoted\" \\ path\n\u0001","type":"t","code":"c"}})");
     CHECK(error_envelope("caf\xC3\xA9 </x>", "t", "c") ==
           "{\"error\":{\"message\":\"caf\xC3\xA9 </x>\",\"type\":\"t\",\"code\":\"c\"}}");
+}
+
+TEST_CASE("an envelope is valid JSON whatever bytes its message holds", "[local_answers]") {
+    // A model_not_found message names what the client sent: a path's
+    // percent-decoded id, a multipart part's raw bytes.
+    const std::string message = model_not_found_message("m\xff\xc3(\x7f\xed\xa0\x80\x01");
+    const std::string body = error_envelope(message, "t", "c");
+    boost::json::error_code ec;
+    const boost::json::value doc = boost::json::parse(body, ec);  // refuses invalid UTF-8
+    REQUIRE_FALSE(ec);
+    CHECK(doc.at("error").at("message").as_string() ==
+          "No route serves the model `m\xef\xbf\xbd\xef\xbf\xbd(\x7f\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\x01`.");
+    const LocalAnswer answer = client_error(ClientError::model_not_found, message);
+    CHECK_FALSE(boost::json::parse(answer.body, ec).is_null());
+    CHECK_FALSE(ec);
 }
 
 TEST_CASE("every ClientError has its status, code and type", "[local_answers]") {

@@ -3,6 +3,7 @@
 // log reader sees.
 #include "proxy/records.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <catch2/catch.hpp>
 
@@ -108,24 +109,69 @@ TEST_CASE("a turn record with every field set is pinned byte for byte", "[record
           "\n");
 }
 
-TEST_CASE("outside strings are escaped as JSON and other bytes pass through", "[records]") {
-    // Quote, backslash, named and \u00XX control escapes; DEL, UTF-8 and an
-    // invalid UTF-8 byte are written as they came.
+TEST_CASE("outside strings are escaped as JSON, and bytes that are not UTF-8 replaced", "[records]") {
+    // Quote, backslash, named and \u00XX control escapes (DEL too); UTF-8
+    // written as it came; an invalid UTF-8 byte written as U+FFFD.
     TurnRecord r;
     r.request_id = "a\"b\\c\n\t\x01\x1f\x7f caf\xc3\xa9 \xff";
     r.route = "r/1";
     r.model = std::string_view("nul\0end", 7);
     r.fallback_from = "\b\f\r";
     CHECK(to_json_line(r) ==
-          "{\"event\":\"turn\",\"request_id\":\"a\\\"b\\\\c\\n\\t\\u0001\\u001f\x7f caf\xc3\xa9 \xff\","
+          "{\"event\":\"turn\",\"request_id\":\"a\\\"b\\\\c\\n\\t\\u0001\\u001f\\u007f caf\xc3\xa9 \xef\xbf\xbd\","
           "\"route\":\"r/1\",\"model\":\"nul\\u0000end\",\"attempts\":0,\"provider_retries\":0,"
           "\"outcome\":null,\"class\":null,\"code\":null,\"bound\":null,\"status\":null,\"stream\":false,"
           "\"published\":false,\"fallback_from\":\"\\b\\f\\r\",\"duration_ms\":0,\"ttft_ms\":null}\n");
 }
 
-TEST_CASE("every byte at every place of an id is written as Boost.JSON writes it", "[records]") {
+TEST_CASE("a record string is valid UTF-8 JSON whatever bytes it came as", "[records]") {
+    // One row per kind of ill-formed sequence (Unicode table 3-7), and the
+    // well-formed ones around them.
+    auto [bytes, written] = GENERATE(table<std::string, std::string>({
+        {"\xff", "\xef\xbf\xbd"},                       // never a UTF-8 byte
+        {"\x80", "\xef\xbf\xbd"},                       // a lone continuation byte
+        {"\xc0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},       // overlong NUL
+        {"\xc1\xbf", "\xef\xbf\xbd\xef\xbf\xbd"},       // overlong
+        {"\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // overlong '/'
+        {"\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // a surrogate, U+D800
+        {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // above U+10FFFF
+        {"\xf5\x80", "\xef\xbf\xbd\xef\xbf\xbd"},
+        {"\xe2\x82", "\xef\xbf\xbd\xef\xbf\xbd"},       // cut short at the end
+        {"\xe2\x82x", "\xef\xbf\xbd\xef\xbf\xbdx"},     // cut short before ASCII
+        {"\xe2\x82\xac", "\xe2\x82\xac"},               // U+20AC
+        {"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},       // U+1F600
+        {"\xed\x9f\xbf", "\xed\x9f\xbf"},               // U+D7FF
+        {"\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf"},       // U+10FFFF
+        {"\xc2\xa0", "\xc2\xa0"},                       // U+00A0
+        {"\xc2\x85", "\\u0085"},                        // a C1 control, U+0085
+        {"\xc2\x9f", "\\u009f"},
+        {"\x7f", "\\u007f"},
+    }));
+    INFO(bytes);
+    TurnRecord r;
+    r.request_id = bytes;
+    const std::string line = to_json_line(r);
+    CHECK(line.substr(0, line.find(",\"route\"")) == "{\"event\":\"turn\",\"request_id\":\"" + written + "\"");
+    boost::json::error_code ec;
+    (void)boost::json::parse(line, ec);  // refuses invalid UTF-8
+    CHECK_FALSE(ec);
+}
+
+TEST_CASE("every byte at every place of an id is written as valid JSON", "[records]") {
     // Ids shorter and longer than the 8 bytes the plain check reads at once,
-    // with the odd byte at each position (also in the overlapping last word).
+    // with the odd byte at each position (also in the overlapping last word):
+    // what Boost.JSON writes for ASCII other than DEL; DEL as \u007f; a byte
+    // from 0x80 alone is not UTF-8, so U+FFFD.
+    const auto expected_id = [](const std::string& id) {
+        std::string text = boost::json::serialize(id);
+        std::string out;
+        for (const char c : text) {
+            if (c == '\x7f') out += "\\u007f";
+            else if (static_cast<unsigned char>(c) >= 0x80) out += "\xef\xbf\xbd";
+            else out += c;
+        }
+        return out;
+    };
     std::vector<std::string> wrong;
     for (std::size_t size : {1u, 7u, 8u, 19u}) {
         for (std::size_t at = 0; at < size; ++at) {
@@ -135,9 +181,11 @@ TEST_CASE("every byte at every place of an id is written as Boost.JSON writes it
                 TurnRecord r;
                 r.request_id = id;
                 const std::string line = to_json_line(r);
-                const std::string expected = R"({"event":"turn","request_id":)" + boost::json::serialize(id) +
-                                             R"(,"route":null,)";
+                const std::string expected = R"({"event":"turn","request_id":)" + expected_id(id) + R"(,"route":null,)";
                 if (line.compare(0, expected.size(), expected) != 0) wrong.push_back(line);
+                boost::json::error_code ec;
+                (void)boost::json::parse(line, ec);
+                if (ec) wrong.push_back(line);
             }
         }
     }

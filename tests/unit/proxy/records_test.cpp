@@ -79,8 +79,8 @@ TEST_CASE("record strings are JSON-escaped, so a client request id cannot break 
 }
 
 TEST_CASE("every kind of string value comes back from the line unchanged", "[records]") {
-    // Plain ASCII is written as is; anything JSON escapes (quotes,
-    // backslashes, control bytes, DEL, UTF-8) goes through the serializer.
+    // Plain ASCII is written as is; the rest (quotes, backslashes, control
+    // bytes, DEL, UTF-8) goes through the escaping path.
     const std::string values[] = {"req-abc_123.x", "", "back\\slash", "tab\there", std::string("nul\0x", 5),
                                   "del\x7f", "caf\xc3\xa9", "\x01\x1f", "{\"json\":1}", "ends with space "};
     for (const std::string& v : values) {

@@ -1,0 +1,115 @@
+// The client side against an attacker's moves (SPEC sections 4, 9, 10 and
+// 12), through the real binary with a raw-socket client and the fake
+// provider: what the head alone decides before any body byte is read, the
+// connections over max_connections, client tokens that must never reach an
+// upstream, chunked request trailers, strict framing (methods, Host,
+// HTTP/1.0, Connection) on both request readers, and records and envelopes
+// that stay valid JSON whatever bytes a client sends.
+#include "support/fake_provider.hpp"
+
+#include "support/expect.hpp"
+#include "support/http_client.hpp"
+#include "support/json_record.hpp"
+#include "support/proxy_process.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+using namespace modelproxy::test;
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+constexpr auto bound = 5s;        // generous bound for things that take milliseconds
+constexpr auto at_once = 2s;      // an answer the proxy gives without waiting for a body
+const std::string tokens_env = "MP_TEST_CLIENT_TOKENS";
+const std::string token = "tok-alpha-5e1c";
+const std::string route_key = "mpkey-route-2b7d41c9e0";
+const std::string key_env = "MP_TEST_ROUTE_KEY";
+
+const std::string chat_request = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
+const std::string chat_answer =
+    R"({"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]})";
+
+// One route `fake` serving model m, after `preamble` (top-level keys);
+// `route_extra` holds more keys of that route, each line indented by four
+// spaces; `wildcard` adds a "*" route to the same upstream.
+std::string config(const FakeProvider& fake, std::string_view preamble = {}, std::string_view route_extra = {},
+                   bool wildcard = false) {
+    std::string yaml = std::string(preamble) + "routes:\n  - name: fake\n    upstream: " + fake.base_url("/v1") +
+                       "\n    models: [m]\n" + std::string(route_extra);
+    if (wildcard) yaml += "  - name: rest\n    upstream: " + fake.base_url("/v1") + "\n    models: [\"*\"]\n";
+    return yaml;
+}
+
+const std::string with_tokens = "clients:\n  tokens_env: MP_TEST_CLIENT_TOKENS\n";
+
+std::unique_ptr<ProxyProcess> proxy_with_tokens(const FakeProvider& fake, std::string_view preamble = {},
+                                                std::string_view route_extra = {}) {
+    return start_proxy(config(fake, with_tokens + std::string(preamble), route_extra),
+                       {{tokens_env, token}, {key_env, route_key}});
+}
+
+// A section 9 refusal: status, envelope code, type, x-should-retry: false.
+void check_refusal(const Response& r, unsigned status, std::string_view code,
+                   std::string_view type = "invalid_request_error") {
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == status);
+    CHECK(r.header("x-should-retry") == "false");
+    const auto error = envelope_error(r);
+    CHECK(error.at("code").as_string() == code);
+    CHECK(error.at("type").as_string() == type);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Section 10: records and envelopes are valid JSON whatever bytes a client sends
+
+TEST_CASE("an x-request-id that is not UTF-8 leaves every record valid JSON", "[client-hardening]") {
+    FakeProvider fake;
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = proxy_with_tokens(fake);
+    const std::string id = "id-\xff\xfe-\xc3(-\ttab";
+    HttpClient client = proxy->client();
+    const Response ok =
+        client.post_json("/v1/chat/completions", chat_request, {{"Authorization", "Bearer " + token}, {"x-request-id", id}});
+    CHECK(ok.status == 200);
+    const Response refused = client.post_json("/v1/chat/completions", chat_request, {{"x-request-id", id}});
+    CHECK(refused.status == 401);
+    REQUIRE(proxy->wait_for_records("turn", 2, bound));
+    std::vector<std::string> bad;
+    const auto records = proxy->records(&bad);
+    CHECK(bad == std::vector<std::string>{});
+    REQUIRE(records.size() >= 3);  // the attempt and two turns
+    for (const auto& record : records) {
+        CAPTURE(record.line());
+        CHECK(record.str("request_id") == "id-\xef\xbf\xbd\xef\xbf\xbd-\xef\xbf\xbd(-\ttab");
+    }
+}
+
+TEST_CASE("a path or a model name that is not UTF-8 gets a 404 envelope that is valid JSON", "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config(fake));
+    HttpClient client = proxy->client();
+    Response r;
+    SECTION("a model id in the path") { r = client.get("/v1/models/m%ff%c3%28%01"); }
+    SECTION("a multipart model") {
+        const std::string body = "--B\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nm\xff\xc3(\r\n--B--\r\n";
+        r = client.request("POST", "/v1/audio/transcriptions",
+                           {{"Content-Type", "multipart/form-data; boundary=B"}}, body);
+    }
+    check_refusal(r, 404, "model_not_found");  // envelope_error parses it, refusing invalid UTF-8
+    CHECK_THAT(std::string(envelope_error(r).at("message").as_string()), Contains("m\xef\xbf\xbd\xef\xbf\xbd("));
+    std::vector<std::string> bad;
+    proxy->records(&bad);
+    CHECK(bad == std::vector<std::string>{});
+}
