@@ -143,6 +143,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     CredentialRule credentials;
     if (route.api_key) credentials.injected_key_header = route.api_key_header;
     credentials.client_token_header = token_header(auth);
+    const std::vector<std::string>& tokens = cfg.clients.tokens;
     std::string& h = plan.upstream_head;
     h.reserve(1024);
     h += method;
@@ -176,6 +177,9 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
         if (!forward_request_header(field.name_string(), connection_listed(field.name_string()), credentials))
             continue;
         if (overridden(field.name_string())) continue;
+        // Section 4: no header that carried a client token reaches an
+        // upstream, whichever its name (a stray copy in a second header).
+        if (!tokens.empty() && carries_client_token(field.value(), tokens)) continue;
         append_field(h, field.name_string(), field.value());
     }
     if (route.api_key) {

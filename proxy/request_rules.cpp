@@ -880,4 +880,10 @@ std::string_view token_header(ClientAuth auth) {
     }
 }
 
+bool carries_client_token(std::string_view value, const std::vector<std::string>& tokens) {
+    for (const auto& token : tokens)
+        if (!token.empty() && value.find(token) != std::string_view::npos) return true;
+    return false;
+}
+
 }  // namespace modelproxy::proxy

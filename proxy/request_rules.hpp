@@ -359,4 +359,11 @@ bool client_authorized(std::optional<std::string_view> authorization,
 // CredentialRule::client_token_header of an authorized request.
 std::string_view token_header(ClientAuth auth);
 
+// Whether a request header's value carries one of the configured client
+// tokens anywhere in it (compared byte for byte; empty tokens never match).
+// Such a header is never forwarded (section 4: whichever header the token
+// came in, Authorization, x-api-key, api-key or any other, and every one of
+// repeated fields).
+bool carries_client_token(std::string_view value, const std::vector<std::string>& tokens);
+
 }  // namespace modelproxy::proxy

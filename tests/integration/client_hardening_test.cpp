@@ -72,6 +72,67 @@ void check_refusal(const Response& r, unsigned status, std::string_view code,
 }  // namespace
 
 // ---------------------------------------------------------------------------
+// Sections 4 and 12: the client's token never reaches an upstream
+
+TEST_CASE("the client's token reaches no upstream, whichever header carried it", "[client-hardening]") {
+    FakeProvider fake;
+    Headers headers;
+    std::string route_extra;
+    SECTION("Authorization and x-api-key, on a route without a key") {
+        headers = {{"Authorization", "Bearer " + token}, {"x-api-key", token}};
+    }
+    SECTION("x-api-key and Authorization") { headers = {{"x-api-key", token}, {"Authorization", "Bearer " + token}}; }
+    SECTION("Authorization and api-key") { headers = {{"Authorization", "Bearer " + token}, {"api-key", token}}; }
+    SECTION("repeated fields") {
+        headers = {{"x-api-key", token}, {"Authorization", "Bearer " + token}, {"X-Api-Key", token},
+                   {"authorization", "Bearer " + token}, {"API-KEY", " " + token}};
+    }
+    SECTION("in a header of another name") {
+        headers = {{"Authorization", "Bearer " + token}, {"OpenAI-Organization", token}};
+    }
+    SECTION("on a route with a key") {
+        route_extra = "    api_key_env: " + key_env + "\n    api_key_header: api-key\n";
+        headers = {{"x-api-key", token}, {"Authorization", "Bearer " + token}, {"api-key", token}};
+    }
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = proxy_with_tokens(fake, {}, route_extra);
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request, headers);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    REQUIRE(fake.wait_for_requests(1, bound));
+    const RequestRecord up = fake.requests()[0];
+    for (const auto& h : up.headers) {
+        CAPTURE(h.name, h.value);
+        CHECK_THAT(h.value, !Contains(token));
+    }
+    if (!route_extra.empty()) {
+        // Only the route's key, in the route's header.
+        CHECK(count_header(up.headers, "api-key") == 1);
+        CHECK(up.header("api-key") == route_key);
+        CHECK_FALSE(up.header("authorization"));
+        CHECK_FALSE(up.header("x-api-key"));
+    }
+}
+
+TEST_CASE("with client tokens, a provider key the client passes through still reaches a route without a key",
+          "[client-hardening]") {
+    FakeProvider fake;
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = proxy_with_tokens(fake);
+    const Response r = proxy->client().post_json(
+        "/v1/chat/completions", chat_request,
+        {{"Authorization", "Bearer " + token}, {"x-api-key", "sk-ant-provider-key"}, {"anthropic-version", "1"}});
+    CAPTURE(r.wire);
+    CHECK(r.status == 200);
+    REQUIRE(fake.wait_for_requests(1, bound));
+    const RequestRecord up = fake.requests()[0];
+    CHECK(up.header("x-api-key") == "sk-ant-provider-key");
+    CHECK(up.header("anthropic-version") == "1");
+    CHECK_FALSE(up.header("authorization"));
+}
+
+// ---------------------------------------------------------------------------
 // Section 10: records and envelopes are valid JSON whatever bytes a client sends
 
 TEST_CASE("an x-request-id that is not UTF-8 leaves every record valid JSON", "[client-hardening]") {

@@ -868,3 +868,20 @@ TEST_CASE("token_header names the header that carried the token", "[request_rule
     CHECK(token_header(ClientAuth::open).empty());
     CHECK(token_header(ClientAuth::refused).empty());
 }
+
+TEST_CASE("carries_client_token finds a token anywhere in a value", "[request_rules]") {
+    auto [value, carries] = GENERATE(table<std::string, bool>({
+        {"tok-alpha", true},
+        {"Bearer tok-beta", true},
+        {"  tok-alpha  ", true},
+        {"Basic dXNlcjp0b2s=, tok-alpha", true},
+        {"tok-alph", false},
+        {"TOK-ALPHA", false},  // tokens are compared byte for byte
+        {"sk-provider-key", false},
+        {"", false},
+    }));
+    CAPTURE(value);
+    CHECK(carries_client_token(value, {"tok-alpha", "tok-beta"}) == carries);
+    CHECK_FALSE(carries_client_token(value, {}));
+    CHECK_FALSE(carries_client_token(value, {""}));
+}
