@@ -30,8 +30,8 @@ struct Reply {
 
 // Clears `plan` and fills it for a forwarded request (whose body it takes
 // from `body`); the other kinds leave only plan.request_id set (when the path
-// is under /v1). `fields` are scan_request(head) as it is after the body (a
-// chunked body's trailers are fields too). Sets the reply's keep_alive: the
+// is under /v1). `fields` are scan_request(head), the head's alone (a
+// chunked body's trailer fields are dropped). Sets the reply's keep_alive: the
 // request's own (Beast's rule) unless the proxy is draining. `runtime` is
 // the config generation the request is served under (Worker::runtime()).
 Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& head,

@@ -198,6 +198,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
     if (whole) co_return ReadOutcome::request;
 
     // The body, within idle_timeout_ms (a slow upload is not a slow head).
+    // A chunked body's trailer fields are dropped by the parser (section 4).
     boost::system::error_code ec;
     bool timed_out = false;
     if (!transport::parse_buffered(*parser, buffer, transport::ParseUntil::message, ec)) {
@@ -211,9 +212,6 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
         if (const auto answer = read_failure_answer(ec, timed_out)) co_await refuse(*answer, false);
         co_return ReadOutcome::close;
     }
-    // A chunked body may end with trailer fields, which the parser adds
-    // after the head's (and which may move the head's text): walked again.
-    if (parser->chunked()) slot.fields = transport::scan_request(slot.head);
     co_return ReadOutcome::request;
 }
 

@@ -23,7 +23,12 @@ void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {
     ec = http::error::bad_version;  // never called for a request parser
 }
 
+// A chunked body's trailer fields come here too, once the head is done:
+// they are dropped (SPEC section 4), so they can never authenticate, route,
+// set a deadline or change how the body is read, and the head's text does
+// not move under the views taken of it before the body.
 void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
+    if (is_header_done()) return;
     head_.add(known_field(name), std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
 }
 

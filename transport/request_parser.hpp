@@ -22,8 +22,8 @@
 
 namespace modelproxy::transport {
 
-// A request's method, target, version and fields in arrival order (a
-// chunked body's trailers after the head's own fields).
+// A request's method, target, version and the head's fields in arrival
+// order (a chunked body's trailer fields are not kept: RequestParser).
 class RequestHead : public FlatFields {
 public:
     boost::beast::http::verb method() const { return method_; }

@@ -57,6 +57,15 @@ std::unique_ptr<ProxyProcess> proxy_with_tokens(const FakeProvider& fake, std::s
                        {{tokens_env, token}, {key_env, route_key}});
 }
 
+// A request head in raw bytes: `start` is the request line without its CRLF.
+std::string head(std::string_view start, const Headers& headers) {
+    std::string text(start);
+    text += "\r\n";
+    for (const auto& h : headers) text += h.name + ": " + h.value + "\r\n";
+    text += "\r\n";
+    return text;
+}
+
 // A section 9 refusal: status, envelope code, type, x-should-retry: false.
 void check_refusal(const Response& r, unsigned status, std::string_view code,
                    std::string_view type = "invalid_request_error") {
@@ -130,6 +139,59 @@ TEST_CASE("with client tokens, a provider key the client passes through still re
     CHECK(up.header("x-api-key") == "sk-ant-provider-key");
     CHECK(up.header("anthropic-version") == "1");
     CHECK_FALSE(up.header("authorization"));
+}
+
+// ---------------------------------------------------------------------------
+// Section 4: a chunked request's trailer fields are dropped
+
+namespace {
+
+// A chunked chat request whose head carries `head_fields` and whose body
+// ends with the trailer `trailer` (raw field lines, each ending in CRLF).
+std::string chunked_with_trailer(const Headers& head_fields, std::string_view trailer) {
+    Headers headers{{"Host", "127.0.0.1"}, {"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}};
+    headers.insert(headers.end(), head_fields.begin(), head_fields.end());
+    return head("POST /v1/chat/completions HTTP/1.1", headers) + format_chunk(chat_request) + "0\r\n" +
+           std::string(trailer) + "\r\n";
+}
+
+}  // namespace
+
+TEST_CASE("a token sent only in a trailer does not authenticate", "[client-hardening]") {
+    FakeProvider fake;
+    fake.push(Script::json(200, chat_answer));  // what a trailer that authenticated would have reached
+    auto proxy = proxy_with_tokens(fake);
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(chunked_with_trailer({}, "Authorization: Bearer " + token + "\r\n")));
+    check_refusal(client.read_response(bound), 401, "unauthorized");
+    CHECK(fake.request_count() == 0);
+}
+
+TEST_CASE("trailer fields set no deadline, no request id and reach no upstream", "[client-hardening]") {
+    FakeProvider fake;
+    // Slower than a 1 ms client deadline would allow.
+    fake.push(Script().sleep(300ms).then(Script::json(200, chat_answer)));
+    auto proxy = start_proxy(config(fake));
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(chunked_with_trailer({{"OpenAI-Project", "from-head"}},
+                                                       "x-modelproxy-timeout-ms: 1\r\n"
+                                                       "x-stainless-timeout: 0.001\r\n"
+                                                       "X-Request-Id: from-the-trailer\r\n"
+                                                       "OpenAI-Organization: org-trailer\r\n"
+                                                       "Connection: close\r\n")));
+    const Response r = client.read_response(bound);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body == chat_answer);
+    CHECK(r.header("x-modelproxy-request-id") != "from-the-trailer");
+    CHECK_FALSE(r.header("connection"));  // a trailer does not end the connection either
+    REQUIRE(fake.wait_for_requests(1, bound));
+    const RequestRecord up = fake.requests()[0];
+    CHECK(up.body == chat_request);
+    CHECK(up.header("openai-project") == "from-head");
+    CHECK_FALSE(up.header("openai-organization"));
+    CHECK_FALSE(up.header("x-request-id"));
 }
 
 // ---------------------------------------------------------------------------
