@@ -204,7 +204,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
 
 Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& head,
               const transport::RequestFields& fields, std::string& body, ForwardPlan& plan) {
-    const bool keep_alive = transport::keep_alive(head.version(), fields.connection) && !shared.draining.load();
+    const bool keep_alive = transport::keep_alive(head.version(), fields) && !shared.draining.load();
     Reply reply = prepare_from(shared, runtime, head, body, fields, keep_alive, plan);
     reply.keep_alive = keep_alive;
     return reply;

@@ -32,7 +32,7 @@ struct Reply {
 // from `body`); the other kinds leave only plan.request_id set (when the path
 // is under /v1). `fields` are scan_request(head), the head's alone (a
 // chunked body's trailer fields are dropped). Sets the reply's keep_alive: the
-// request's own (Beast's rule) unless the proxy is draining. `runtime` is
+// request's own (transport::keep_alive) unless the proxy is draining. `runtime` is
 // the config generation the request is served under (Worker::runtime()).
 Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& head,
               const transport::RequestFields& fields, std::string& body, ForwardPlan& plan);

@@ -129,6 +129,9 @@ HeadCheck check_head(const transport::RequestHead& request, const RequestParser*
                      transport::RequestFields& fields) {
     fields = transport::scan_request(request);
     RequestHead head;
+    head.method = request.method_string();
+    head.version = request.version();
+    head.host_fields = fields.host_fields;
     head.transfer_encoding = fields.transfer_encoding;
     if (parser) {
         head.chunked = parser->chunked();  // Beast refuses Content-Length beside chunked, and lengths that disagree

@@ -3,7 +3,8 @@
 #include "policy/ascii.hpp"
 
 #include <boost/beast/http/field.hpp>
-#include <boost/beast/http/rfc7230.hpp>
+
+#include <algorithm>
 
 namespace modelproxy::transport {
 
@@ -14,6 +15,20 @@ namespace http = boost::beast::http;
 // The first of several fields of one name is the one kept (find()'s answer).
 void keep_first(FieldValue& slot, std::string_view value) {
     if (!slot) slot = value;
+}
+
+// Whether a Connection value lists "close": comma-separated tokens, with
+// optional whitespace around each (RFC 9110 section 7.6.1).
+bool lists_close(std::string_view value) {
+    while (!value.empty()) {
+        const std::size_t comma = std::min(value.find(','), value.size());
+        std::string_view token = value.substr(0, comma);
+        while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+        while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+        if (policy::iequals(token, "close")) return true;
+        value.remove_prefix(std::min(comma + 1, value.size()));
+    }
+    return false;
 }
 
 }  // namespace
@@ -30,10 +45,15 @@ RequestFields scan_request(const FlatFields& fields) {
             case http::field::connection:
                 if (out.connection) out.connection_repeated = true;
                 keep_first(out.connection, field.value());
+                if (lists_close(field.value())) out.connection_close = true;
                 break;
             case http::field::unknown: {
                 // Names kept as field::unknown (a unit test checks each is).
                 const std::string_view name = field.name_string();
+                if (name.size() == 4 && policy::iequals(name, "host")) {
+                    if (out.host_fields < 2) ++out.host_fields;
+                    break;
+                }
                 if (name.size() < 9 || (name[0] != 'x' && name[0] != 'X')) break;
                 if (policy::iequals(name, "x-request-id")) keep_first(out.x_request_id, field.value());
                 else if (policy::iequals(name, "x-api-key")) keep_first(out.x_api_key, field.value());
@@ -69,16 +89,6 @@ ResponseFields scan_response(const AnswerHead& head) {
     return out;
 }
 
-bool keep_alive(unsigned version, FieldValue connection) {
-    // Beast's own rule (basic_fields::get_keep_alive_impl), with the tokens
-    // compared by policy::iequals rather than beast::iequals (see ascii.hpp).
-    const auto lists = [&](std::string_view token) {
-        for (const auto& t : http::token_list{*connection})
-            if (policy::iequals({t.data(), t.size()}, token)) return true;
-        return false;
-    };
-    if (version < 11) return connection && lists("keep-alive");
-    return !connection || !lists("close");
-}
+bool keep_alive(unsigned version, const RequestFields& fields) { return version >= 11 && !fields.connection_close; }
 
 }  // namespace modelproxy::transport

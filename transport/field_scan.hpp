@@ -41,6 +41,8 @@ struct RequestFields {
     FieldValue x_stainless_read_timeout;
     bool transfer_encoding = false;  // at least one Transfer-Encoding field
     bool connection_repeated = false;  // more than one Connection field: its tokens are in all of them
+    bool connection_close = false;     // some Connection field lists "close" (any case)
+    unsigned host_fields = 0;          // how many Host fields, counted up to 2
 };
 
 // An upstream answer's fields that the transport and the turn read.
@@ -55,9 +57,12 @@ struct ResponseFields {
 RequestFields scan_request(const FlatFields& fields);
 ResponseFields scan_response(const AnswerHead& head);
 
-// Beast's message::keep_alive() from the first Connection field's value:
-// HTTP/1.1 and later stay open unless it lists "close"; HTTP/1.0 stays open
-// only when it lists "keep-alive".
-bool keep_alive(unsigned version, FieldValue connection);
+// Whether the connection may carry another request after this one (SPEC
+// section 4): an HTTP/1.1 request's, unless any of its Connection fields
+// lists "close" (all of them are read together, where Beast's
+// message::keep_alive() reads only the first). An HTTP/1.0 request's never:
+// such a client is answered in HTTP/1.0 terms, one request per connection,
+// and a stream to it is delimited by the close.
+bool keep_alive(unsigned version, const RequestFields& fields);
 
 }  // namespace modelproxy::transport

@@ -78,6 +78,10 @@ void check_refusal(const Response& r, unsigned status, std::string_view code,
     CHECK(error.at("type").as_string() == type);
 }
 
+// Forces the request through Beast's parser: an obs-text byte in a field
+// value is outside the one-pass reader's strict form (transport/strict_head.hpp).
+const Header beast_only{"X-Obs-Text", "caf\xe9"};
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -192,6 +196,93 @@ TEST_CASE("trailer fields set no deadline, no request id and reach no upstream",
     CHECK(up.header("openai-project") == "from-head");
     CHECK_FALSE(up.header("openai-organization"));
     CHECK_FALSE(up.header("x-request-id"));
+}
+
+// ---------------------------------------------------------------------------
+// Section 4: strict framing, on both request readers
+
+TEST_CASE("a method is case-sensitive: a lower-case POST is 400, not forwarded past body routing",
+          "[client-hardening]") {
+    FakeProvider fake;
+    // With a "*" route, `post` used to pass as another method and reach it
+    // with the body's model unrouted.
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = start_proxy(config(fake, {}, {}, true));
+    Headers headers{{"Host", "127.0.0.1"},
+                    {"Content-Type", "application/json"},
+                    {"Content-Length", std::to_string(chat_request.size())}};
+    SECTION("read in one pass") {}
+    SECTION("read by Beast's parser") { headers.push_back(beast_only); }
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(head("post /v1/chat/completions HTTP/1.1", headers) + chat_request));
+    check_refusal(client.read_response(bound), 400, "bad_request");
+    CHECK(client.is_closed_by_peer(bound));
+    CHECK(fake.request_count() == 0);
+}
+
+TEST_CASE("an HTTP/1.1 request needs exactly one Host", "[client-hardening]") {
+    FakeProvider fake;
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = start_proxy(config(fake));
+    Headers headers{{"Content-Type", "application/json"}, {"Content-Length", std::to_string(chat_request.size())}};
+    SECTION("none") {}
+    SECTION("none, read by Beast's parser") { headers.push_back(beast_only); }
+    SECTION("two") {
+        headers.push_back({"Host", "a.example"});
+        headers.push_back({"Host", "b.example"});
+    }
+    SECTION("two, read by Beast's parser") {
+        headers.push_back({"Host", "a.example"});
+        headers.push_back({"host", "a.example"});
+        headers.push_back(beast_only);
+    }
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(head("POST /v1/chat/completions HTTP/1.1", headers) + chat_request));
+    check_refusal(client.read_response(bound), 400, "bad_request");
+    CHECK(fake.request_count() == 0);
+}
+
+TEST_CASE("close in any Connection field closes the connection", "[client-hardening]") {
+    FakeProvider fake;
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = start_proxy(config(fake));
+    Headers headers{{"Host", "127.0.0.1"},
+                    {"Content-Type", "application/json"},
+                    {"Content-Length", std::to_string(chat_request.size())},
+                    {"Connection", "keep-alive"},
+                    {"Connection", "x-trace, close"}};
+    SECTION("read in one pass") {}
+    SECTION("read by Beast's parser") { headers.push_back(beast_only); }
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(head("POST /v1/chat/completions HTTP/1.1", headers) + chat_request));
+    const Response r = client.read_response(bound);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.header("connection") == "close");
+    CHECK(client.is_closed_by_peer(bound));
+}
+
+TEST_CASE("an HTTP/1.0 client is never sent 100 Continue and gets one answer per connection",
+          "[client-hardening]") {
+    FakeProvider fake;
+    fake.push(Script::json(200, chat_answer));
+    auto proxy = start_proxy(config(fake));
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(head("POST /v1/chat/completions HTTP/1.0",
+                                       {{"Host", "127.0.0.1"},
+                                        {"Content-Type", "application/json"},
+                                        {"Expect", "100-continue"},
+                                        {"Connection", "keep-alive"},
+                                        {"Content-Length", std::to_string(chat_request.size())}}) +
+                                  chat_request));
+    const Response r = client.read_response(bound);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK_THAT(r.wire, StartsWith("HTTP/1.1 200"));  // never an interim 100 first
+    CHECK(r.body == chat_answer);
+    CHECK(r.header("connection") == "close");
+    CHECK(client.is_closed_by_peer(bound));
 }
 
 // ---------------------------------------------------------------------------

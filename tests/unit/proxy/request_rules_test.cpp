@@ -481,6 +481,7 @@ TEST_CASE("check_request_head: what the head alone refuses, and 100 Continue", "
     const auto head = [](bool te, bool chunked, std::optional<std::uint64_t> length, std::string_view encoding,
                          std::string_view expect) {
         RequestHead h;
+        h.method = "POST";
         h.transfer_encoding = te;
         h.chunked = chunked;
         h.content_length = length;
@@ -516,6 +517,41 @@ TEST_CASE("check_request_head: what the head alone refuses, and 100 Continue", "
         CHECK(check.refusal == row.refusal);
         CHECK(check.send_continue == row.send_continue);
     }
+}
+
+TEST_CASE("check_request_head: strict framing of method, Host and HTTP/1.0", "[request_rules]") {
+    using E = ClientError;
+    auto [method, version, hosts, te, expect, refusal, send_continue] =
+        GENERATE(table<std::string, unsigned, unsigned, bool, std::string, std::optional<ClientError>, bool>({
+            {"POST", 11, 1, false, "", std::nullopt, false},
+            {"M-SEARCH", 11, 1, false, "", std::nullopt, false},
+            {"BREW_X", 11, 1, false, "", std::nullopt, false},
+            {"post", 11, 1, false, "", E::bad_request, false},  // methods are case-sensitive
+            {"Post", 11, 1, false, "", E::bad_request, false},
+            {"GEt", 11, 1, false, "", E::bad_request, false},
+            {"P0ST", 11, 1, false, "", E::bad_request, false},
+            {"", 11, 1, false, "", E::bad_request, false},
+            {"POST", 11, 0, false, "", E::bad_request, false},  // HTTP/1.1 needs one Host
+            {"POST", 11, 2, false, "", E::bad_request, false},
+            {"POST", 10, 0, false, "", std::nullopt, false},  // HTTP/1.0 may go without
+            {"POST", 10, 2, false, "", E::bad_request, false},
+            {"POST", 10, 1, true, "", E::bad_request, false},  // no Transfer-Encoding in HTTP/1.0
+            {"POST", 10, 1, false, "100-continue", std::nullopt, false},  // nor 100 Continue
+            {"POST", 11, 1, false, "100-continue", std::nullopt, true},
+            {"post", 11, 1, false, "100-continue", E::bad_request, false},
+        }));
+    RequestHead head;
+    head.method = method;
+    head.version = version;
+    head.host_fields = hosts;
+    head.transfer_encoding = te;
+    head.chunked = te;
+    head.content_length = te ? std::nullopt : std::optional<std::uint64_t>(10);
+    head.expect = expect;
+    CAPTURE(method, version, hosts, te, expect);
+    const HeadCheck check = check_request_head(head, 1000);
+    CHECK(check.refusal == refusal);
+    CHECK(check.send_continue == send_continue);
 }
 
 // ----------------------------------------------------------------- routing
