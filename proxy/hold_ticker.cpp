@@ -25,8 +25,7 @@ Task<void> TurnRun::hold_ticker() {
         head.add("content-type", "text/event-stream");
         head.add("cache-control", "no-cache");
         head.add_modelproxy(attempts_, plan_.request_id);
-        head.chunked();
-        if (!keep_alive()) head.add("connection", "close");
+        stream_framing(head);
         std::string text = head.finish();
         published_ = true;
         bool ok = co_await write(text);

@@ -122,6 +122,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
         }
     }
     plan.keep_alive = keep_alive;
+    plan.http10 = req.version() < 11;
     plan.started = Clock::now();
     // The client's own deadline only ever shortens the route's (SPEC section 6).
     policy::ClientDeadlineHeaders deadline_headers{fields.x_modelproxy_timeout_ms, fields.x_stainless_timeout,

@@ -102,8 +102,7 @@ void TurnRun::publish(transport::Exchange& ex) {
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
     head.add_modelproxy(attempts_, plan_.request_id);
-    head.chunked();
-    if (!keep_alive()) head.add("connection", "close");
+    stream_framing(head);
     plan_.head_text = head.finish();
     head_pending_ = plan_.head_text;
     published_ = true;

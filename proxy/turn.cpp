@@ -364,6 +364,7 @@ void ForwardPlan::clear() {
     }
     request_id.clear();
     keep_alive = true;
+    http10 = false;
     started = {};
     deadline = {};
     answer_body.clear();

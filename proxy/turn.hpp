@@ -41,6 +41,7 @@ struct ForwardPlan {
     std::optional<sse::IdentityRule> identity;
     std::string request_id;
     bool keep_alive = true;                   // the client allows keep-alive
+    bool http10 = false;                      // an HTTP/1.0 client: a stream goes unframed, until close
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
 

@@ -101,12 +101,18 @@ bool TurnRun::wrote(const boost::system::error_code& ec) {
     return !ec;
 }
 
+void TurnRun::stream_framing(ResponseHead& head) const {
+    if (!plan_.http10) head.chunked();
+    if (!keep_alive()) head.add("connection", "close");
+}
+
 Task<bool> TurnRun::write_chunk(std::string_view data, std::string_view data_more, std::string_view head,
                                 std::string_view head_body, std::string_view after) {
+    if (plan_.http10) after = {};  // no chunks: the stream ends with the connection
     if (data.empty() && data_more.empty() && head.empty() && head_body.empty() && after.empty()) co_return true;
     char size[24];
     std::string_view size_line, crlf;
-    if (!data.empty() || !data_more.empty()) {
+    if (!plan_.http10 && (!data.empty() || !data_more.empty())) {
         const int len = std::snprintf(size, sizeof size, "%zx\r\n", data.size() + data_more.size());
         size_line = std::string_view(size, static_cast<std::size_t>(len));
         crlf = "\r\n";
@@ -268,8 +274,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         head.copy_upstream(ex);
         head.add_modelproxy(attempts_, plan_.request_id);
         head.add_failure(cls, verdict, bound);
-        head.chunked();
-        if (!keep_alive()) head.add("connection", "close");
+        stream_framing(head);
         published_ = true;
         record_turn(outcome, 200, &shown, failed.code, bound);
         end.head = head.finish();

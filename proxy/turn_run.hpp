@@ -22,6 +22,8 @@
 
 namespace modelproxy::proxy {
 
+class ResponseHead;  // response_head.hpp
+
 using Clock = std::chrono::steady_clock;
 
 inline std::int64_t ms_between(Clock::time_point a, Clock::time_point b) {
@@ -174,7 +176,9 @@ private:
     // A client write ended with `ec`: the gate opens; an error is the client gone.
     bool wrote(const boost::system::error_code& ec);
     // `data` then `data_more` as one chunk (nothing when both are empty),
-    // after `head` and `head_body` and before `after`, in one write.
+    // after `head` and `head_body` and before `after` (the last chunk), in
+    // one write. To an HTTP/1.0 client, the bytes without chunk framing and
+    // without `after` (stream_framing).
     Task<bool> write_chunk(std::string_view data, std::string_view data_more = {}, std::string_view head = {},
                            std::string_view head_body = {}, std::string_view after = {});
     Task<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
@@ -216,6 +220,10 @@ private:
                            std::string_view code, std::string_view bound, Clock::time_point now) const;
 
     bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
+    // A stream head's framing: chunked, or to an HTTP/1.0 client none, the
+    // stream ending with the connection (SPEC section 4); `connection: close`
+    // when the connection ends after the answer.
+    void stream_framing(ResponseHead& head) const;
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
     // Asks the calling coroutine's cancellation state: the hold ticker and

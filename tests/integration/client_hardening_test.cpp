@@ -263,6 +263,42 @@ TEST_CASE("close in any Connection field closes the connection", "[client-harden
     CHECK(client.is_closed_by_peer(bound));
 }
 
+namespace {
+
+std::string stream_events() {
+    const std::string chunk = R"(data: {"id":"c1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{)";
+    return chunk + R"("role":"assistant","content":""},"finish_reason":null}]})" "\n\n" + chunk +
+           R"("content":"Hello"},"finish_reason":null}]})" "\n\n" + chunk +
+           R"(},"finish_reason":"stop"}]})" "\n\ndata: [DONE]\n\n";
+}
+
+const std::string stream_request = R"({"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]})";
+
+}  // namespace
+
+TEST_CASE("an HTTP/1.0 client gets a stream unchunked, ended by the close", "[client-hardening]") {
+    FakeProvider fake;
+    const std::string events = stream_events();
+    fake.push(Script::sse({events.substr(0, 150), events.substr(150)}));
+    auto proxy = start_proxy(config(fake));
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(head("POST /v1/chat/completions HTTP/1.0",
+                                       {{"Content-Type", "application/json"},
+                                        {"Connection", "keep-alive"},
+                                        {"Content-Length", std::to_string(stream_request.size())}}) +
+                                  stream_request));
+    const Response r = client.read_response(bound);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK_FALSE(r.chunked);
+    CHECK_FALSE(r.header("transfer-encoding"));
+    CHECK_FALSE(r.header("content-length"));
+    CHECK(r.header("connection") == "close");
+    CHECK(r.body == events);  // the stream's bytes as sent, delimited by the close
+    CHECK(client.is_closed_by_peer(bound));
+}
+
 TEST_CASE("an HTTP/1.0 client is never sent 100 Continue and gets one answer per connection",
           "[client-hardening]") {
     FakeProvider fake;
