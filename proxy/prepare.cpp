@@ -35,32 +35,13 @@ void make_request_id(std::string& out) {
 }
 
 Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& req,
-                   std::string& body, const transport::RequestFields& fields, bool keep_alive, ForwardPlan& plan) {
-    plan.clear();
+                   std::string& body, const transport::RequestFields& fields, const Admission& admission,
+                   bool keep_alive, ForwardPlan& plan) {
     const config::Config& cfg = runtime->config;
     const std::string_view method = req.method_string();
     const bool is_head = req.method() == http::verb::head;
-
-    Target target = check_path(req.target());
-    if (target.status != TargetStatus::ok) return Reply::refusal(ClientError::invalid_path, false);
-
-    const Dispatch dispatched = dispatch(method, target.path);
-    std::string& request_id = plan.request_id;  // the plan's, reused: empty when not under /v1
-    if (under_v1(target.path)) {
-        const auto& client_id = fields.x_request_id;
-        if (client_id && !client_id->empty() && client_id->size() <= 200) {
-            request_id.assign(*client_id);
-        } else {
-            make_request_id(request_id);
-        }
-    }
-
-    ClientAuth auth = ClientAuth::open;
-    if (needs_client_token(dispatched)) {
-        auth = authorize_client(fields.authorization, fields.x_api_key, cfg.clients.tokens);
-        if (auth == ClientAuth::refused)
-            return Reply::refusal(ClientError::unauthorized, true);
-    }
+    const Target& target = admission.target;
+    const Dispatch dispatched = admission.dispatch;
 
     std::optional<LocalAnswer> local;
     switch (dispatched) {
@@ -82,6 +63,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
             local = id ? model_object(cfg, *id) : client_error(ClientError::model_not_found);
             break;
         }
+        // admit() refuses these on the head; kept so that every dispatch has its answer.
         case Dispatch::not_found: return Reply::refusal(ClientError::not_found, false);
         case Dispatch::method_not_allowed: return Reply::refusal(ClientError::method_not_allowed, false);
         case Dispatch::forward: break;
@@ -143,7 +125,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     };
     CredentialRule credentials;
     if (route.api_key) credentials.injected_key_header = route.api_key_header;
-    credentials.client_token_header = token_header(auth);
+    credentials.client_token_header = token_header(admission.auth);
     const std::vector<std::string>& tokens = cfg.clients.tokens;
     std::string& h = plan.upstream_head;
     h.reserve(1024);
@@ -203,10 +185,32 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
 
 }  // namespace
 
+void admit_request(const Runtime& runtime, const transport::RequestHead& head, const transport::RequestFields& fields,
+                   const RequestHead& framing, Admission& admission, ForwardPlan& plan) {
+    plan.clear();
+    HeadFacts facts;
+    facts.target = head.target();
+    facts.framing = framing;
+    facts.authorization = fields.authorization;
+    facts.x_api_key = fields.x_api_key;
+    facts.keep_alive = transport::keep_alive(head.version(), fields);
+    admission = admit(facts, runtime.config.clients.tokens,
+                      static_cast<std::uint64_t>(runtime.config.limits.max_request_body_bytes));
+    if (admission.target.status == TargetStatus::ok && under_v1(admission.target.path)) {
+        const auto& client_id = fields.x_request_id;
+        if (client_id && !client_id->empty() && client_id->size() <= 200) {
+            plan.request_id.assign(*client_id);
+        } else {
+            make_request_id(plan.request_id);
+        }
+    }
+}
+
 Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& head,
-              const transport::RequestFields& fields, std::string& body, ForwardPlan& plan) {
-    const bool keep_alive = transport::keep_alive(head.version(), fields) && !shared.draining.load();
-    Reply reply = prepare_from(shared, runtime, head, body, fields, keep_alive, plan);
+              const transport::RequestFields& fields, const Admission& admission, std::string& body,
+              ForwardPlan& plan) {
+    const bool keep_alive = admission.keep_alive && !shared.draining.load();
+    Reply reply = prepare_from(shared, runtime, head, body, fields, admission, keep_alive, plan);
     reply.keep_alive = keep_alive;
     return reply;
 }

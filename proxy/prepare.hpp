@@ -1,11 +1,13 @@
 // What a client request comes to, decided before any I/O: a refusal, a local
 // answer (health, readiness, models, metrics), or a forward plan with the
 // upstream request head written (SPEC section 4's routing, path mapping and
-// header rules, section 12's client tokens). A plain function, so that its
-// many locals live on the stack and the calling coroutine's frame stays under
-// the 1020 bytes Asio recycles (issue 2).
+// header rules, section 12's client tokens), in two steps: the head's
+// (admit_request, before the body is read) and the rest (prepare). Plain
+// functions, so that their many locals live on the stack and the calling
+// coroutine's frame stays under the 1020 bytes Asio recycles.
 #pragma once
 
+#include "proxy/admission.hpp"
 #include "proxy/local_answers.hpp"
 #include "proxy/server.hpp"
 #include "proxy/turn.hpp"
@@ -28,13 +30,20 @@ struct Reply {
     }
 };
 
-// Clears `plan` and fills it for a forwarded request (whose body it takes
-// from `body`); the other kinds leave only plan.request_id set (when the path
-// is under /v1). `fields` are scan_request(head), the head's alone (a
-// chunked body's trailer fields are dropped). Sets the reply's keep_alive: the
-// request's own (transport::keep_alive) unless the proxy is draining. `runtime` is
+// The head's part (admission.hpp), before any body byte is read: clears
+// `plan` and sets plan.request_id (when the path is under /v1: the client's
+// x-request-id, else a new one), then fills `admission` from the head, its
+// fields (scan_request) and its framing as the parser read it.
+void admit_request(const Runtime& runtime, const transport::RequestHead& head, const transport::RequestFields& fields,
+                   const RequestHead& framing, Admission& admission, ForwardPlan& plan);
+
+// The rest, once the body is read, for a request admit_request let through:
+// a local answer, a refusal of its body or route, or `plan` filled for a
+// forwarded request (whose body it takes from `body`). Sets the reply's
+// keep_alive: the admission's, unless the proxy is draining. `runtime` is
 // the config generation the request is served under (Worker::runtime()).
 Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& head,
-              const transport::RequestFields& fields, std::string& body, ForwardPlan& plan);
+              const transport::RequestFields& fields, const Admission& admission, std::string& body,
+              ForwardPlan& plan);
 
 }  // namespace modelproxy::proxy

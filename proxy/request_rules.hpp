@@ -9,12 +9,14 @@
 // nothing is kept afterwards.
 //
 // Order the session applies them in, so that nothing of a bad request is
-// forwarded (section 9) and no body of an unauthenticated client is parsed:
-//   1. check_path(target)                   -> 400 invalid_path
-//   2. dispatch(method, path)               -> local endpoint, 404 not_found, 405, or forward
-//   3. authorize_client(...) when needs_client_token(dispatch) -> 401 unauthorized
-//   0. check_request_head(head, max_body)   -> 400, 413, 415 or 100 Continue, before the body
-//      is read (the head's size and read timeouts, 431/408, are the session's)
+// forwarded (section 9) and no body of an unauthenticated client is read
+// (section 12). On the head, before any body byte (admission.hpp's admit;
+// the head's size and read timeouts, 431/408, are the session's):
+//   1. check_request_head(head, max_body)   -> 400, 413, 415, or 100 Continue later
+//   2. check_path(target)                   -> 400 invalid_path
+//   3. dispatch(method, path)               -> local endpoint, 404 not_found, 405, or forward
+//   4. authorize_client(...) when needs_client_token(dispatch) -> 401 unauthorized
+// Then, with the body:
 //   5. inspect_body(content_type, body); decide_route(method, path, facts, config)
 //   6. upstream_target(route, path, query), upstream_body(body, facts, upstream_model),
 //      forward_request_header(name, ...) for each client header.

@@ -49,8 +49,11 @@ private:
                       std::string_view allow = {}, std::string_view content_type = "application/json");
     Task<bool> refuse(ClientError error, bool keep_alive, std::string_view request_id = {},
                       std::string_view message = {});
-    enum class ReadOutcome { request, close };
-    Task<ReadOutcome> read_request(RequestSlot& slot, const config::Limits& limits, ReadTimer& read_timer);
+    // A request admitted and read whole; one refused on its head with the
+    // connection left open for the next; or the connection's end.
+    enum class ReadOutcome { request, answered, close };
+    Task<ReadOutcome> read_request(RequestSlot& slot, const Runtime& runtime, ReadTimer& read_timer);
+    Task<void> linger(beast::flat_buffer& buffer, const config::Limits& limits, ReadTimer& read_timer);
     // Writes the proxy's own answer to a request prepare() did not forward
     // (a refusal, a local or metrics answer). Returns whether the connection
     // stays open.
@@ -118,19 +121,20 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
     return ClientError::bad_request;
 }
 
-// The head's facts for check_request_head (request_rules.hpp), from the
-// fields the proxy reads, found in one walk (transport/field_scan.hpp) and
-// kept in `fields` for prepare(), and from the framing the parser found. A
-// plain function, so that its locals stay off read_request's coroutine frame.
-// `parser` is null for a request read whole (transport/whole_request.hpp):
-// not chunked, its Content-Length `whole_length`.
-HeadCheck check_head(const transport::RequestHead& request, const RequestParser* parser,
-                     std::optional<std::uint64_t> whole_length, const config::Limits& limits,
-                     transport::RequestFields& fields) {
-    fields = transport::scan_request(request);
+// The head's verdict (admission.hpp), from the fields the proxy reads,
+// found in one walk (transport/field_scan.hpp) and kept in `slot.fields` for
+// prepare(), and from the framing the parser found; into slot.admission,
+// with slot.plan cleared and its request id set. A plain function, so that
+// its locals stay off read_request's coroutine frame. `parser` is null for a
+// request read whole (transport/whole_request.hpp): not chunked, its
+// Content-Length `whole_length`.
+void judge_head(const Runtime& runtime, RequestSlot& slot, const RequestParser* parser,
+                std::optional<std::uint64_t> whole_length) {
+    transport::RequestFields& fields = slot.fields;
+    fields = transport::scan_request(slot.head);
     RequestHead head;
-    head.method = request.method_string();
-    head.version = request.version();
+    head.method = slot.head.method_string();
+    head.version = slot.head.version();
     head.host_fields = fields.host_fields;
     head.transfer_encoding = fields.transfer_encoding;
     if (parser) {
@@ -141,11 +145,12 @@ HeadCheck check_head(const transport::RequestHead& request, const RequestParser*
     }
     head.content_encoding = fields.content_encoding.value_or("");
     head.expect = fields.expect.value_or("");
-    return check_request_head(head, static_cast<std::uint64_t>(limits.max_request_body_bytes));
+    admit_request(runtime, slot.head, fields, head, slot.admission, slot.plan);
 }
 
-Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config::Limits& limits,
+Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtime& runtime,
                                                  ReadTimer& read_timer) {
+    const config::Limits& limits = runtime.config.limits;
     beast::flat_buffer& buffer = slot.buffer;
 
     // The body is read into the string the last request's plan carried
@@ -185,17 +190,21 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
             co_return ReadOutcome::close;
         }
     }
-    const HeadCheck check =
-        check_head(slot.head, parser, whole ? whole->content_length : std::nullopt, limits, slot.fields);
-    if (check.refusal) {
-        co_await refuse(*check.refusal, false);
+    // Everything the head alone decides, before any body byte is read or
+    // 100 Continue is sent (SPEC sections 4 and 12).
+    judge_head(runtime, slot, parser, whole ? whole->content_length : std::nullopt);
+    if (const Admission& admission = slot.admission; admission.refusal) {
+        const std::string_view id = admission.with_id ? std::string_view(slot.plan.request_id) : std::string_view();
+        const bool keep_alive = admission.keep_alive && !worker_.shared().draining.load();
+        if (co_await refuse(*admission.refusal, keep_alive, id)) co_return ReadOutcome::answered;
+        if (parser && !parser->is_done()) co_await linger(buffer, limits, read_timer);
         co_return ReadOutcome::close;
     }
     // Expect: 100-continue is answered here and never forwarded (section 4).
-    if (check.send_continue) {
+    if (slot.admission.send_continue) {
         static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
-        const asio::const_buffer buffer = asio::buffer(go_on);
-        auto [ec, n] = co_await transport::write_now(socket_, buffer);
+        const asio::const_buffer continue_buffer = asio::buffer(go_on);
+        auto [ec, n] = co_await transport::write_now(socket_, continue_buffer);
         if (ec) co_return ReadOutcome::close;
     }
     if (whole) co_return ReadOutcome::request;
@@ -216,6 +225,28 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const config
         co_return ReadOutcome::close;
     }
     co_return ReadOutcome::request;
+}
+
+// A refusal answered before its body was read ends the connection (SPEC
+// section 12) while the client may still be sending that body. Closing a
+// socket with unread bytes sends a reset, which can destroy the answer
+// before the client reads it; so the proxy ends its side first (the client
+// reads the answer, then the end of the stream) and reads and drops what
+// still comes, into the read buffer's spare room, until the client closes
+// or header_timeout_ms passes. Nothing of it is kept.
+Task<void> Session::linger(beast::flat_buffer& buffer, const config::Limits& limits, ReadTimer& read_timer) {
+    boost::system::error_code ec;
+    socket_.shutdown(Socket::shutdown_send, ec);
+    if (ec) co_return;
+    buffer.consume(buffer.size());
+    const asio::mutable_buffer room = buffer.prepare(4096);  // the first read's room: no allocation
+    read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
+    transport::reactor_flag::note_unknown(socket_);
+    for (;;) {
+        auto [read_ec, n] = co_await socket_.async_read_some(room, use_tuple);
+        if (read_ec) break;
+    }
+    read_timer.disarm();
 }
 
 Task<void> Session::run() {
@@ -286,15 +317,23 @@ Task<void> Session::run() {
         }
         first = false;
         RequestSlot& slot = *slot_;
-        if (co_await read_request(slot, limits, read_timer) == ReadOutcome::close) co_return;
+        // The generation in force now, not at the wait's start: a reload
+        // during a keep-alive wait applies to the request that ends it
+        // (its head's checks and client tokens included).
+        if (runtime != worker_.runtime()) runtime = worker_.runtime();
+        const ReadOutcome outcome = co_await read_request(slot, *runtime, read_timer);
+        if (outcome == ReadOutcome::close) co_return;
+        if (outcome == ReadOutcome::answered) {
+            slot.parser.reset();
+            continue;
+        }
         // A forwarded request goes straight to its turn; only the proxy's own
         // answers go through answer_reply. One coroutine less per turn (issue
         // 7: a coroutine awaited costs its frame and two resumptions).
         bool stays_open = false;
         {
-            // The generation in force now, not at the wait's start: a reload
-            // during a keep-alive wait applies to the request that ends it.
-            Reply reply = prepare(worker_.shared(), worker_.runtime(), slot.head, slot.fields, slot.body, slot.plan);
+            Reply reply = prepare(worker_.shared(), worker_.runtime(), slot.head, slot.fields, slot.admission,
+                                  slot.body, slot.plan);
             if (reply.kind == Reply::Kind::forward) {
                 stays_open = co_await run_turn(worker_, socket_, slot.plan, cut_);
             } else {

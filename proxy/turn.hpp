@@ -8,6 +8,7 @@
 #pragma once
 
 #include "policy/endpoint.hpp"
+#include "proxy/admission.hpp"
 #include "proxy/server.hpp"
 #include "proxy/stream_relay.hpp"
 #include "sse/identity.hpp"
@@ -80,6 +81,7 @@ struct RequestSlot {
     transport::RequestHead head;  // the parser's
     std::string body;             // the parser's; prepare() moves it to the plan
     transport::RequestFields fields;  // the head's, as prepare() reads them (session.cpp)
+    Admission admission;              // what the head decided before the body was read (session.cpp)
     std::optional<RequestParser> parser;
     ForwardPlan plan;
 

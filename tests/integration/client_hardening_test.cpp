@@ -78,11 +78,128 @@ void check_refusal(const Response& r, unsigned status, std::string_view code,
     CHECK(error.at("type").as_string() == type);
 }
 
+// The proxy's peak resident set (VmHWM) in KiB, -1 when unreadable.
+std::int64_t peak_rss_kib(const ProxyProcess& proxy) {
+    std::ifstream status("/proc/" + std::to_string(proxy.pid()) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6));
+    return -1;
+}
+
 // Forces the request through Beast's parser: an obs-text byte in a field
 // value is outside the one-pass reader's strict form (transport/strict_head.hpp).
 const Header beast_only{"X-Obs-Text", "caf\xe9"};
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Section 12: the token is checked on the head, before any body byte
+
+TEST_CASE("a stranger's upload gets 401 on its head at once: no 100 Continue, no body read, connection closed",
+          "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = proxy_with_tokens(fake, "limits: {header_timeout_ms: 30000, idle_timeout_ms: 30000}\n");
+    Headers headers{{"Host", "127.0.0.1"},
+                    {"Content-Type", "multipart/form-data; boundary=B"},
+                    {"x-request-id", "stranger-1"}};
+    SECTION("with Expect: 100-continue") {
+        headers.push_back({"Content-Length", "31457280"});
+        headers.push_back({"Expect", "100-continue"});
+    }
+    SECTION("without Expect") { headers.push_back({"Content-Length", "31457280"}); }
+    SECTION("chunked") { headers.push_back({"Transfer-Encoding", "chunked"}); }
+    SECTION("a wrong token") {
+        headers.push_back({"Content-Length", "31457280"});
+        headers.push_back({"Authorization", "Bearer tok-beta"});
+    }
+    HttpClient client = proxy->client();
+    // The head alone: the 30 MB body is never sent, so only an answer on the
+    // head can come.
+    REQUIRE_FALSE(client.send_raw(head("POST /v1/audio/transcriptions HTTP/1.1", headers)));
+    const Response r = client.read_response(at_once);
+    check_refusal(r, 401, "unauthorized");
+    CHECK_THAT(r.wire, !Contains("100 Continue"));
+    CHECK(r.header("connection") == "close");
+    CHECK(r.header("x-modelproxy-request-id") == "stranger-1");
+    CHECK(client.is_closed_by_peer(at_once));
+    const auto turn = turn_record(*proxy);
+    REQUIRE(turn);
+    CHECK(turn->str("request_id") == "stranger-1");
+    CHECK(turn->integer("status") == 401);
+    CHECK(fake.request_count() == 0);
+}
+
+TEST_CASE("a stranger's whole 24 MiB upload is answered 401 and not buffered", "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = proxy_with_tokens(fake);
+    const std::int64_t peak_before = peak_rss_kib(*proxy);
+    REQUIRE(peak_before > 0);
+    const std::string body(24u << 20, 'a');
+    HttpClient client = proxy->client(HttpClient::Options{.timeout = 20s});
+    // The proxy ends its side after the answer and drops what still comes
+    // until the client is done, so the whole upload is taken, and its answer
+    // is read after it, not lost to a reset.
+    REQUIRE_FALSE(client.send_raw(head("POST /v1/files HTTP/1.1", {{"Host", "127.0.0.1"},
+                                                                     {"Content-Type", "application/octet-stream"},
+                                                                     {"Content-Length", std::to_string(body.size())}}) +
+                                  body));
+    const Response r = client.read_response(bound);
+    check_refusal(r, 401, "unauthorized");
+    CHECK(client.is_closed_by_peer(bound));
+    // No copy of the body was ever held: the peak grew by far less than it.
+    const std::int64_t peak_after = peak_rss_kib(*proxy);
+    CAPTURE(peak_before, peak_after);
+    CHECK(peak_after - peak_before < 8 * 1024);
+    CHECK(fake.request_count() == 0);
+}
+
+TEST_CASE("a request refused on its head is never sent 100 Continue and its body is not awaited",
+          "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config(fake, "limits: {header_timeout_ms: 30000, idle_timeout_ms: 30000}\n"));
+    std::string start;
+    unsigned status = 0;
+    std::string code;
+    Headers headers{{"Host", "127.0.0.1"}};
+    SECTION("404 outside /v1") {
+        start = "POST /upload HTTP/1.1";
+        status = 404;
+        code = "not_found";
+    }
+    SECTION("405 on a health path") {
+        start = "POST /healthz HTTP/1.1";
+        status = 405;
+        code = "method_not_allowed";
+    }
+    SECTION("400 invalid_path") {
+        start = "POST /v1/%2e%2e/files HTTP/1.1";
+        status = 400;
+        code = "invalid_path";
+    }
+    SECTION("400 for a lower-case method") {
+        start = "post /v1/chat/completions HTTP/1.1";
+        status = 400;
+        code = "bad_request";
+    }
+    SECTION("400 without Host") {
+        start = "POST /v1/chat/completions HTTP/1.1";
+        headers.clear();
+        status = 400;
+        code = "bad_request";
+    }
+    headers.push_back({"Content-Type", "application/json"});
+    headers.push_back({"Content-Length", "1000000"});
+    headers.push_back({"Expect", "100-continue"});
+    HttpClient client = proxy->client();
+    REQUIRE_FALSE(client.send_raw(head(start, headers)));
+    const Response r = client.read_response(at_once);
+    CAPTURE(start);
+    check_refusal(r, status, code);
+    CHECK_THAT(r.wire, !Contains("100 Continue"));
+    CHECK(client.is_closed_by_peer(at_once));
+    CHECK(fake.request_count() == 0);
+}
 
 // ---------------------------------------------------------------------------
 // Sections 4 and 12: the client's token never reaches an upstream

@@ -1,0 +1,36 @@
+#include "proxy/admission.hpp"
+
+namespace modelproxy::proxy {
+
+Admission admit(const HeadFacts& head, const std::vector<std::string>& tokens, std::uint64_t max_body_bytes) {
+    Admission out;
+    const HeadCheck check = check_request_head(head.framing, max_body_bytes);
+    out.target = check_path(head.target);
+    if (out.target.status == TargetStatus::ok) out.dispatch = dispatch(head.framing.method, out.target.path);
+    out.keep_alive = head.keep_alive;
+    const bool body = head.framing.has_body();
+
+    if (check.refusal) {
+        out.refusal = check.refusal;
+        out.keep_alive = false;
+        return out;
+    }
+    // A routing refusal leaves the connection usable when no body is left unread.
+    const auto refuse = [&](ClientError error, bool with_id) {
+        out.refusal = error;
+        out.with_id = with_id;
+        out.keep_alive = out.keep_alive && !body;
+        return out;
+    };
+    if (out.target.status != TargetStatus::ok) return refuse(ClientError::invalid_path, false);
+    if (out.dispatch == Dispatch::not_found) return refuse(ClientError::not_found, false);
+    if (out.dispatch == Dispatch::method_not_allowed) return refuse(ClientError::method_not_allowed, false);
+    if (needs_client_token(out.dispatch)) {
+        out.auth = authorize_client(head.authorization, head.x_api_key, tokens);
+        if (out.auth == ClientAuth::refused) return refuse(ClientError::unauthorized, true);
+    }
+    out.send_continue = check.send_continue;
+    return out;
+}
+
+}  // namespace modelproxy::proxy
