@@ -2,14 +2,29 @@
 
 namespace modelproxy::proxy {
 
+namespace {
+
+bool is_health(Dispatch dispatch) {
+    return dispatch == Dispatch::healthz || dispatch == Dispatch::readyz || dispatch == Dispatch::metrics;
+}
+
+}  // namespace
+
 Admission admit(const HeadFacts& head, const std::vector<std::string>& tokens, std::uint64_t max_body_bytes) {
     Admission out;
     const HeadCheck check = check_request_head(head.framing, max_body_bytes);
     out.target = check_path(head.target);
     if (out.target.status == TargetStatus::ok) out.dispatch = dispatch(head.framing.method, out.target.path);
-    out.keep_alive = head.keep_alive;
+    out.keep_alive = head.keep_alive && !head.over_limit;
     const bool body = head.framing.has_body();
 
+    if (head.over_limit) {
+        // Section 12: a probe still gets its answer; nothing else is served,
+        // and no body is read on such a connection.
+        if (check.refusal || out.target.status != TargetStatus::ok || !is_health(out.dispatch) || body)
+            out.refusal = ClientError::too_many_connections;
+        return out;
+    }
     if (check.refusal) {
         out.refusal = check.refusal;
         out.keep_alive = false;

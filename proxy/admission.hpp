@@ -6,7 +6,8 @@
 // (transport/whole_request.hpp or Beast's), so a request the proxy will
 // refuse on its head is never sent `100 Continue`, and its body is never
 // read or buffered: a stranger without a client token cannot make the proxy
-// hold a 32 MiB upload.
+// hold a 32 MiB upload, and a connection over max_connections is read for
+// one head and no more.
 //
 // Pure: no I/O, no shared state; the tokens are compared in constant time
 // (authorize_client).
@@ -29,6 +30,7 @@ struct HeadFacts {
     std::optional<std::string_view> authorization;  // the first field's value
     std::optional<std::string_view> x_api_key;      // the first field's value
     bool keep_alive = true;   // the request lets the connection carry another (transport::keep_alive)
+    bool over_limit = false;  // the connection is beyond max_connections (section 12)
 };
 
 struct Admission {
@@ -45,6 +47,9 @@ struct Admission {
 
 // The head's verdict, first matching row:
 //
+//   over_limit: a GET or HEAD of /healthz, /readyz or /metrics without a
+//     body is answered (then the connection closes); anything else is 503
+//     too_many_connections;
 //   check_request_head's refusals (400 strict framing, 413, 415);
 //   400 invalid_path (check_path);
 //   404 not_found, 405 method_not_allowed (dispatch);

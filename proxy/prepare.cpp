@@ -186,7 +186,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
 }  // namespace
 
 void admit_request(const Runtime& runtime, const transport::RequestHead& head, const transport::RequestFields& fields,
-                   const RequestHead& framing, Admission& admission, ForwardPlan& plan) {
+                   const RequestHead& framing, bool over_limit, Admission& admission, ForwardPlan& plan) {
     plan.clear();
     HeadFacts facts;
     facts.target = head.target();
@@ -194,6 +194,7 @@ void admit_request(const Runtime& runtime, const transport::RequestHead& head, c
     facts.authorization = fields.authorization;
     facts.x_api_key = fields.x_api_key;
     facts.keep_alive = transport::keep_alive(head.version(), fields);
+    facts.over_limit = over_limit;
     admission = admit(facts, runtime.config.clients.tokens,
                       static_cast<std::uint64_t>(runtime.config.limits.max_request_body_bytes));
     if (admission.target.status == TargetStatus::ok && under_v1(admission.target.path)) {

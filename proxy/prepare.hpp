@@ -33,9 +33,10 @@ struct Reply {
 // The head's part (admission.hpp), before any body byte is read: clears
 // `plan` and sets plan.request_id (when the path is under /v1: the client's
 // x-request-id, else a new one), then fills `admission` from the head, its
-// fields (scan_request) and its framing as the parser read it.
+// fields (scan_request) and its framing as the parser read it. `over_limit`:
+// the connection is beyond max_connections.
 void admit_request(const Runtime& runtime, const transport::RequestHead& head, const transport::RequestFields& fields,
-                   const RequestHead& framing, Admission& admission, ForwardPlan& plan);
+                   const RequestHead& framing, bool over_limit, Admission& admission, ForwardPlan& plan);
 
 // The rest, once the body is read, for a request admit_request let through:
 // a local answer, a refusal of its body or route, or `plan` filled for a

@@ -66,6 +66,9 @@ private:
     // Held only while a request is in progress (see RequestSlot); null while
     // the connection waits for its next request.
     std::unique_ptr<RequestSlot> slot_;
+    // Beyond max_connections: read for one request's head, which is answered
+    // only when it is a health probe (admission.hpp), then closed.
+    bool over_limit_ = false;
 };
 
 Task<bool> Session::answer(const LocalAnswer& a, bool keep_alive, std::string_view request_id,
@@ -129,7 +132,7 @@ std::optional<ClientError> read_failure_answer(boost::system::error_code ec, boo
 // request read whole (transport/whole_request.hpp): not chunked, its
 // Content-Length `whole_length`.
 void judge_head(const Runtime& runtime, RequestSlot& slot, const RequestParser* parser,
-                std::optional<std::uint64_t> whole_length) {
+                std::optional<std::uint64_t> whole_length, bool over_limit) {
     transport::RequestFields& fields = slot.fields;
     fields = transport::scan_request(slot.head);
     RequestHead head;
@@ -145,7 +148,7 @@ void judge_head(const Runtime& runtime, RequestSlot& slot, const RequestParser* 
     }
     head.content_encoding = fields.content_encoding.value_or("");
     head.expect = fields.expect.value_or("");
-    admit_request(runtime, slot.head, fields, head, slot.admission, slot.plan);
+    admit_request(runtime, slot.head, fields, head, over_limit, slot.admission, slot.plan);
 }
 
 Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtime& runtime,
@@ -192,12 +195,12 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
     }
     // Everything the head alone decides, before any body byte is read or
     // 100 Continue is sent (SPEC sections 4 and 12).
-    judge_head(runtime, slot, parser, whole ? whole->content_length : std::nullopt);
+    judge_head(runtime, slot, parser, whole ? whole->content_length : std::nullopt, over_limit_);
     if (const Admission& admission = slot.admission; admission.refusal) {
         const std::string_view id = admission.with_id ? std::string_view(slot.plan.request_id) : std::string_view();
         const bool keep_alive = admission.keep_alive && !worker_.shared().draining.load();
         if (co_await refuse(*admission.refusal, keep_alive, id)) co_return ReadOutcome::answered;
-        if (parser && !parser->is_done()) co_await linger(buffer, limits, read_timer);
+        if (parser && !parser->is_done() && !over_limit_) co_await linger(buffer, limits, read_timer);
         co_return ReadOutcome::close;
     }
     // Expect: 100-continue is answered here and never forwarded (section 4).
@@ -274,11 +277,10 @@ Task<void> Session::run() {
     // The session's own copy (it is held across suspensions), taken again
     // only when the worker's changed: no count taken per request.
     std::shared_ptr<const Runtime> runtime = worker_.runtime();
-    if (open > runtime->config.limits.max_connections) {
-        LocalAnswer busy = client_error(ClientError::too_many_connections);
-        co_await answer(busy, false);
-        co_return;
-    }
+    // Over the limit, the connection is still read for one request, so that
+    // idle or slow strangers cannot make a liveness probe fail (section 12);
+    // its read has the same header timeout and size limit as any.
+    over_limit_ = open > runtime->config.limits.max_connections;
 
     ReadTimer read_timer(socket_);
     bool first = true;

@@ -202,6 +202,70 @@ TEST_CASE("a request refused on its head is never sent 100 Continue and its body
 }
 
 // ---------------------------------------------------------------------------
+// Section 12: max_connections
+
+TEST_CASE("liveness probes are answered beyond max_connections, and anything else gets 503 there", "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config(fake, "limits: {max_connections: 3}\n"));
+    // Idle strangers hold every slot, each having fetched /healthz once.
+    std::vector<HttpClient> idle;
+    for (int i = 0; i < 3; ++i) {
+        idle.push_back(proxy->client());
+        REQUIRE(idle.back().get("/healthz").status == 200);
+    }
+    for (const std::string path : {"/healthz", "/readyz", "/metrics"}) {
+        CAPTURE(path);
+        HttpClient probe = proxy->client();
+        const Response r = probe.get(path);
+        CAPTURE(r.wire);
+        REQUIRE(r.ok());
+        CHECK(r.status == 200);
+        CHECK(r.header("connection") == "close");
+        if (path == "/healthz") CHECK(r.body == R"({"status":"ok"})");
+        if (path == "/metrics") CHECK_THAT(r.body, Contains("modelproxy_"));
+        CHECK(probe.is_closed_by_peer(bound));
+    }
+    HttpClient other = proxy->client();
+    check_refusal(other.post_json("/v1/chat/completions", chat_request), 503, "too_many_connections",
+                  "modelproxy_error");
+    CHECK(other.is_closed_by_peer(bound));
+    CHECK(fake.request_count() == 0);
+    CHECK(idle[0].get("/healthz").status == 200);  // the admitted ones are still served
+}
+
+TEST_CASE("a connection beyond max_connections is read for one bounded head and no body", "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(
+        config(fake, "limits: {max_connections: 1, header_timeout_ms: 300, max_header_bytes: 1024}\n"));
+    HttpClient held = proxy->client();
+    REQUIRE(held.get("/healthz").status == 200);
+
+    SECTION("a silent one gets 408 at header_timeout_ms") {
+        HttpClient silent = proxy->client();
+        check_refusal(silent.read_response(bound), 408, "request_timeout");
+        CHECK(silent.is_closed_by_peer(bound));
+    }
+    SECTION("a head over max_header_bytes gets 431") {
+        HttpClient big = proxy->client();
+        REQUIRE_FALSE(big.send_raw(head("GET /healthz HTTP/1.1", {{"Host", "x"}, {"X-Pad", std::string(2000, 'p')}})));
+        check_refusal(big.read_response(bound), 431, "header_too_large");
+        CHECK(big.is_closed_by_peer(bound));
+    }
+    SECTION("an upload gets 503 on its head, its body never awaited") {
+        HttpClient upload = proxy->client();
+        REQUIRE_FALSE(upload.send_raw(head("POST /v1/files HTTP/1.1", {{"Host", "x"}, {"Content-Length", "31457280"}})));
+        check_refusal(upload.read_response(at_once), 503, "too_many_connections", "modelproxy_error");
+        CHECK(upload.is_closed_by_peer(at_once));
+    }
+    SECTION("a probe with a body is not a probe") {
+        HttpClient probe = proxy->client();
+        REQUIRE_FALSE(probe.send_raw(head("GET /healthz HTTP/1.1", {{"Host", "x"}, {"Content-Length", "5"}}) + "hello"));
+        check_refusal(probe.read_response(bound), 503, "too_many_connections", "modelproxy_error");
+    }
+    CHECK(held.get("/healthz").status == 200);
+}
+
+// ---------------------------------------------------------------------------
 // Sections 4 and 12: the client's token never reaches an upstream
 
 TEST_CASE("the client's token reaches no upstream, whichever header carried it", "[client-hardening]") {

@@ -110,3 +110,27 @@ TEST_CASE("admit: without tokens configured every path under /v1/ is open", "[ad
     CHECK_FALSE(a.refusal);
     CHECK(a.auth == ClientAuth::open);
 }
+
+TEST_CASE("admit: over max_connections only a bodiless health probe is answered", "[admission]") {
+    auto [method, target, length, answered] = GENERATE(table<std::string, std::string, std::uint64_t, bool>({
+        {"GET", "/healthz", 0, true},
+        {"HEAD", "/healthz", 0, true},
+        {"GET", "/readyz", 0, true},
+        {"GET", "/metrics", 0, true},
+        {"GET", "/healthz", 5, false},  // no body is read over the limit
+        {"POST", "/healthz", 0, false},
+        {"get", "/healthz", 0, false},
+        {"GET", "/healthz/../healthz", 0, false},
+        {"GET", "/v1/models", 0, false},
+        {"POST", "/v1/chat/completions", 10, false},
+        {"GET", "/nothing", 0, false},
+    }));
+    HeadFacts h = head(method, target, length);
+    h.over_limit = true;
+    h = with_bearer(h, "tok-alpha");
+    CAPTURE(method, target, length);
+    const Admission a = admit(h, tokens, 1000);
+    CHECK(a.refusal == (answered ? std::nullopt : std::optional<ClientError>(ClientError::too_many_connections)));
+    CHECK_FALSE(a.keep_alive);  // closed after its one answer
+    CHECK_FALSE(a.send_continue);
+}
