@@ -25,6 +25,7 @@ struct Limits {
     std::int64_t max_request_body_bytes = 33554432;   // larger -> 413
     std::int64_t max_header_bytes = 16384;            // larger -> 431
     std::int64_t max_response_body_bytes = 67108864;  // larger -> 502
+    std::int64_t max_event_bytes = 1048576;           // one longer SSE line -> refused (section 8)
     std::int64_t header_timeout_ms = 10000;           // request head not complete -> 408
     std::int64_t idle_timeout_ms = 75000;             // idle keep-alive client connection closed
     std::int64_t max_connections = 10000;             // beyond -> 503

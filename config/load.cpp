@@ -77,6 +77,7 @@ void read_limits(const YAML::Node& node, Limits& limits, Problems& problems) {
     reader.integer("max_request_body_bytes", limits.max_request_body_bytes);
     reader.integer("max_header_bytes", limits.max_header_bytes);
     reader.integer("max_response_body_bytes", limits.max_response_body_bytes);
+    reader.integer("max_event_bytes", limits.max_event_bytes);
     reader.integer("header_timeout_ms", limits.header_timeout_ms);
     reader.integer("idle_timeout_ms", limits.idle_timeout_ms);
     reader.integer("max_connections", limits.max_connections);

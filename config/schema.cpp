@@ -24,6 +24,7 @@ constexpr IntRange summed_delay{1, 24 * hour, Unit::ms};
 constexpr IntRange timeout{10, 24 * hour, Unit::ms};
 constexpr IntRange body_bytes{kib, 4 * gib, Unit::bytes};
 constexpr IntRange header_bytes{kib, mib, Unit::bytes};
+constexpr IntRange event_bytes{kib, 64 * mib, Unit::bytes};
 constexpr IntRange connections{1, 1000000, Unit::count};
 constexpr IntRange worker_count{0, 256, Unit::count};
 constexpr IntRange attempts{1, 16, Unit::count};
@@ -101,6 +102,8 @@ std::vector<KeySpec> build_specs() {
                     "larger request heads get 431"),
         integer_key("limits.max_response_body_bytes", limits.max_response_body_bytes, body_bytes,
                     "a buffered upstream body or held stream bytes beyond it get 502"),
+        integer_key("limits.max_event_bytes", limits.max_event_bytes, event_bytes,
+                    "one SSE line longer than it (decoded bytes, after gzip or deflate) is refused: response_too_large"),
         integer_key("limits.header_timeout_ms", limits.header_timeout_ms, timeout,
                     "request head not complete by then: 408 and close"),
         integer_key("limits.idle_timeout_ms", limits.idle_timeout_ms, timeout,

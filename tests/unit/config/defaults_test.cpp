@@ -58,6 +58,7 @@ TEST_CASE("every top-level default") {
     CHECK(config.limits.max_request_body_bytes == 33554432);
     CHECK(config.limits.max_header_bytes == 16384);
     CHECK(config.limits.max_response_body_bytes == 67108864);
+    CHECK(config.limits.max_event_bytes == 1048576);
     CHECK(config.limits.header_timeout_ms == 10000);
     CHECK(config.limits.idle_timeout_ms == 75000);
     CHECK(config.limits.max_connections == 10000);
@@ -123,6 +124,7 @@ limits:
   max_request_body_bytes: 2048
   max_header_bytes: 4096
   max_response_body_bytes: 8192
+  max_event_bytes: 2048
   header_timeout_ms: 11
   idle_timeout_ms: 12
   max_connections: 13
@@ -169,6 +171,7 @@ routes:
     CHECK(config.limits.max_request_body_bytes == 2048);
     CHECK(config.limits.max_header_bytes == 4096);
     CHECK(config.limits.max_response_body_bytes == 8192);
+    CHECK(config.limits.max_event_bytes == 2048);
     CHECK(config.limits.header_timeout_ms == 11);
     CHECK(config.limits.idle_timeout_ms == 12);
     CHECK(config.limits.max_connections == 13);

@@ -78,6 +78,10 @@ TEST_CASE("integers outside their range are refused, one row per key and end") {
          "limits.max_response_body_bytes: must be 1024..4294967296 (1 KiB..4 GiB), got 1023"},
         {"limits.max_response_body_bytes", "4294967297",
          "limits.max_response_body_bytes: must be 1024..4294967296 (1 KiB..4 GiB), got 4294967297"},
+        {"limits.max_event_bytes", "1023",
+         "limits.max_event_bytes: must be 1024..67108864 (1 KiB..64 MiB), got 1023"},
+        {"limits.max_event_bytes", "67108865",
+         "limits.max_event_bytes: must be 1024..67108864 (1 KiB..64 MiB), got 67108865"},
         {"limits.header_timeout_ms", "9", "limits.header_timeout_ms: must be 10..86400000 (10 ms..24 h), got 9"},
         {"limits.header_timeout_ms", "86400001",
          "limits.header_timeout_ms: must be 10..86400000 (10 ms..24 h), got 86400001"},
@@ -137,7 +141,7 @@ TEST_CASE("every integer key of the schema has a range row above") {
     // Mirrors the table above: a new integer key must get its rows there.
     const std::set<std::string> covered = {
         "workers", "limits.max_request_body_bytes", "limits.max_header_bytes", "limits.max_response_body_bytes",
-        "limits.header_timeout_ms", "limits.idle_timeout_ms", "limits.max_connections", "limits.drain_ms",
+        "limits.max_event_bytes", "limits.header_timeout_ms", "limits.idle_timeout_ms", "limits.max_connections", "limits.drain_ms",
         "retry.max_attempts", "retry.base_delay_ms", "retry.max_delay_ms", "retry.max_total_delay_ms",
         "retry.throttled_max_attempts", "retry.throttled_max_total_delay_ms", "retry.min_attempt_ms",
         "routes[].connect_timeout_ms", "routes[].timeout_ms", "routes[].stream_idle_timeout_ms",
@@ -160,6 +164,8 @@ TEST_CASE("both ends of every range are accepted") {
         {Settings{{"limits.max_request_body_bytes", "4294967296"}, {"limits.max_response_body_bytes", "4294967296"}}},
         {Settings{{"limits.max_header_bytes", "1024"}}},
         {Settings{{"limits.max_header_bytes", "1048576"}}},
+        {Settings{{"limits.max_event_bytes", "1024"}}},
+        {Settings{{"limits.max_event_bytes", "67108864"}}},
         {Settings{{"limits.header_timeout_ms", "10"}, {"limits.idle_timeout_ms", "10"}, {"limits.drain_ms", "10"}}},
         {Settings{{"limits.header_timeout_ms", "86400000"},
                   {"limits.idle_timeout_ms", "86400000"},

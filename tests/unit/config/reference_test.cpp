@@ -57,7 +57,8 @@ TEST_CASE("schema paths are unique and cover SPEC section 3") {
         CHECK(info.range.find('|') == std::string::npos);
     }
     for (const char* path :
-         {"listen", "workers", "limits.max_request_body_bytes", "limits.drain_ms", "clients.tokens_env",
+         {"listen", "workers", "limits.max_request_body_bytes", "limits.max_event_bytes", "limits.drain_ms",
+          "clients.tokens_env",
           "clients.allow_unauthenticated", "retry.max_attempts", "retry.jitter", "retry.min_attempt_ms",
           "boundary.secret_patterns", "boundary.default_patterns", "routes", "routes[].name", "routes[].upstream",
           "routes[].api_key_env", "routes[].api_key_header", "routes[].api_key_prefix", "routes[].api_key_required",
@@ -69,7 +70,7 @@ TEST_CASE("schema paths are unique and cover SPEC section 3") {
         CAPTURE(path);
         CHECK(key(path) != nullptr);
     }
-    CHECK(mc::schema_keys().size() == 44);
+    CHECK(mc::schema_keys().size() == 45);
 }
 
 TEST_CASE("schema rows show the defaults and ranges the loader applies") {
