@@ -26,7 +26,7 @@ std::optional<std::uint64_t> parse_retry(std::string_view value) {
 }  // namespace
 
 void Reader::feed(std::string_view chunk, std::size_t readable_after) {
-    if (eof_) return;
+    if (eof_ || overflow_ != Overflow::none) return;
     if (pos_ < in_.size()) {
         // The caller fed again before next() reached the end: keep the rest.
         // It starts at an event boundary (direct mode) or continues buf_'s
@@ -58,6 +58,7 @@ void Reader::reset() {
     in_readable_end_ = nullptr;
     lf_known_ = cr_known_ = false;
     eof_ = done_ = false;
+    overflow_ = Overflow::none;
     joined_.clear_and_trim(retain_bytes);
     buffered_ = false;
     ev_start_ = 0;
@@ -100,6 +101,13 @@ std::size_t Reader::find_line_end(std::size_t from) {
     return std::min(next_lf_, next_cr_);
 }
 
+bool Reader::over_limit(std::size_t line, std::size_t event) {
+    if (line <= limits_.line && event <= limits_.event) return false;
+    overflow_ = line > limits_.line ? Overflow::line : Overflow::event;
+    done_ = true;
+    return true;
+}
+
 std::size_t Reader::line_end_length(std::size_t at) const {
     if (in_[at] == '\r' && at + 1 < in_.size() && in_[at + 1] == '\n') return 2;
     return 1;
@@ -114,6 +122,10 @@ const Event* Reader::next_direct() {
             return nullptr;
         }
         const std::size_t at = find_line_end(pos_);
+        // The line so far (to its end, or to the end of the input) within
+        // the limits before it is kept or read.
+        const std::size_t line_end = at == npos ? in_.size() : at;
+        if (over_limit(line_end - pos_, line_end - ev_start_)) return nullptr;
         if (at == npos) {
             if (!eof_) {
                 carry(false);
@@ -169,6 +181,10 @@ const Event* Reader::next_buffered() {
             return at_end_of_stream(buf_.data(), buf_.size(), buf_.readable_end());
         }
         const std::size_t at = find_line_end(pos_);
+        // As in next_direct: within the limits before it is appended.
+        const std::size_t line_end = at == npos ? in_.size() : at;
+        const std::size_t more = line_end - pos_;
+        if (over_limit(buf_.size() - line_start_ + more, buf_.size() + more)) return nullptr;
         if (at == npos) {
             buf_.append(in_.substr(pos_));
             pos_ = in_.size();

@@ -25,6 +25,15 @@
 // multi-megabyte event costs linear time. No heap allocation per event in the
 // steady state.
 //
+// Bounded (SPEC section 8: memory is bounded whatever the upstream sends):
+// with limits set, a line longer than Limits::line bytes, or an event longer
+// than Limits::event bytes, stops the reader as soon as the scan passes that
+// length, before the rest of it is copied anywhere: next() then yields
+// nothing more and overflow() says which limit it was. A line's length is its
+// bytes without its line end (field name, BOMs and all); an event's is its
+// raw bytes so far (the blank lines that lead it included). The reader keeps
+// at most about one limit plus one chunk.
+//
 // A blank line that ends in a bare CR as the very last byte fed is held until
 // the next byte (or finish()) shows whether an LF follows, so that the LF stays
 // in that event's raw bytes. A CRLF stream loses nothing by it; a CR-only
@@ -83,6 +92,12 @@ struct Totals {
 
 class Reader {
 public:
+    struct Limits {
+        std::size_t line = SIZE_MAX;   // bytes of one line, without its line end
+        std::size_t event = SIZE_MAX;  // raw bytes of one event
+    };
+    enum class Overflow : std::uint8_t { none, line, event };
+
     Reader() = default;
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
@@ -103,6 +118,12 @@ public:
     const Event* next();
 
     const Totals& totals() const { return totals_; }
+
+    // The limits of the next stream (reset() keeps them). Unlimited until set.
+    void set_limits(Limits limits) { limits_ = limits; }
+    // Which limit stopped the reader (none while it reads on). Once set,
+    // next() returns nullptr and feed() ignores its input until reset().
+    Overflow overflow() const { return overflow_; }
 
     // True when `bytes` lie in the input of the last feed() (the chunk, or
     // the reader's copy of a chunk joined to what the previous one left):
@@ -133,6 +154,9 @@ private:
     // spans chunks).
     void carry(bool cr_pending);
     std::size_t find_line_end(std::size_t from);
+    // True (and the reader stopped) when a line of `line` bytes so far, in an
+    // event of `event` raw bytes so far, passes a limit.
+    bool over_limit(std::size_t line, std::size_t event);
     std::size_t line_end_length(std::size_t at) const;
 
     // input
@@ -145,6 +169,8 @@ private:
     bool cr_known_ = false;
     bool eof_ = false;
     bool done_ = false;
+    Limits limits_;
+    Overflow overflow_ = Overflow::none;
     ByteBuffer joined_;            // a not fully read chunk followed by the next one
 
     // the event being read

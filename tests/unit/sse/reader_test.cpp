@@ -554,3 +554,131 @@ TEST_CASE("reader: in_input tells an event viewed in the input from one copied a
     CHECK_FALSE(reader.in_input(e->raw));  // carried too
     CHECK_FALSE(reader.in_input({}));
 }
+
+// ---- limits (SPEC section 8: one line beyond max_event_bytes is refused) ---
+
+namespace {
+
+struct Bounded {
+    std::vector<std::string> raws;       // the events yielded before the reader stopped
+    Reader::Overflow overflow = Reader::Overflow::none;
+    std::size_t stopped_at = 0;          // input bytes fed when overflow() was first set (0: never)
+};
+
+// Feeds `input` cut at `cuts`, draining after each feed, under `limits`.
+Bounded read_bounded(std::string_view input, Reader::Limits limits, const std::vector<std::size_t>& cuts) {
+    Reader reader;
+    reader.set_limits(limits);
+    Bounded out;
+    std::size_t from = 0;
+    const auto step = [&](std::size_t to) {
+        reader.feed(input.substr(from, to - from));
+        from = to;
+        while (const Event* e = reader.next()) out.raws.emplace_back(e->raw);
+        if (reader.overflow() != Reader::Overflow::none && out.stopped_at == 0) out.stopped_at = from;
+    };
+    for (std::size_t cut : cuts) step(cut);
+    step(input.size());
+    reader.finish();
+    while (const Event* e = reader.next()) out.raws.emplace_back(e->raw);
+    out.overflow = reader.overflow();
+    return out;
+}
+
+// The same result whole, byte by byte and at random splits.
+Bounded read_bounded(std::string_view input, Reader::Limits limits) {
+    const Bounded whole = read_bounded(input, limits, {});
+    const Bounded bytes = read_bounded(input, limits, every_byte(input.size()));
+    CHECK(bytes.raws == whole.raws);
+    CHECK(bytes.overflow == whole.overflow);
+    std::mt19937 rng(20240607);
+    for (int i = 0; i < 30; ++i) {
+        const Bounded split = read_bounded(input, limits, random_cuts(input.size(), rng));
+        CHECK(split.raws == whole.raws);
+        CHECK(split.overflow == whole.overflow);
+    }
+    return whole;
+}
+
+}  // namespace
+
+TEST_CASE("reader limits: a line of exactly the limit is read") {
+    const std::string line = "data: " + std::string(26, 'x');  // 32 bytes
+    const Bounded r = read_bounded(line + "\n\n", {.line = 32});
+    CHECK(r.overflow == Reader::Overflow::none);
+    CHECK(r.raws == std::vector<std::string>{line + "\n\n"});
+}
+
+TEST_CASE("reader limits: a line one byte longer stops the reader after the events before it") {
+    const std::string before = "data: {}\n\n";
+    const std::string line = "data: " + std::string(27, 'x');  // 33 bytes
+    for (const std::string end : {"\n\n", "\r\n\r\n", "\r\r", ""}) {
+        CAPTURE(end);
+        const Bounded r = read_bounded(before + line + end + "data: after\n\n", {.line = 32});
+        CHECK(r.overflow == Reader::Overflow::line);
+        CHECK(r.raws == std::vector<std::string>{before});
+    }
+}
+
+TEST_CASE("reader limits: a long line stops the reader as soon as it passes the limit, not at its end") {
+    // Byte by byte: the reader has stopped once the line's 33rd byte is fed,
+    // though the line goes on for a megabyte and never ends.
+    const std::string before = "data: {}\n\n";
+    const std::string input = before + "data: " + std::string(1 << 20, 'x');
+    const Bounded r = read_bounded(input, {.line = 32}, every_byte(2 * before.size() + 64));
+    CHECK(r.overflow == Reader::Overflow::line);
+    CHECK(r.stopped_at == before.size() + 33);
+    CHECK(r.raws == std::vector<std::string>{before});
+}
+
+TEST_CASE("reader limits: a comment line and a line of BOMs count like any line") {
+    CHECK(read_bounded(": " + std::string(40, 'c') + "\n\n", {.line = 32}).overflow == Reader::Overflow::line);
+    std::string boms;
+    for (int i = 0; i < 11; ++i) boms += "\xEF\xBB\xBF";  // 33 bytes
+    CHECK(read_bounded(boms + "data: {}\n\n", {.line = 32}).overflow == Reader::Overflow::line);
+}
+
+TEST_CASE("reader limits: an event of many short lines stops at the event limit") {
+    std::string event;
+    for (int i = 0; i < 20; ++i) event += "data: 1\n";  // 160 bytes, each line 7
+    const Bounded r = read_bounded("data: {}\n\n" + event + "\n", {.line = 32, .event = 100});
+    CHECK(r.overflow == Reader::Overflow::event);
+    CHECK(r.raws == std::vector<std::string>{"data: {}\n\n"});
+    // Under the event limit, the same event is read.
+    const Bounded fits = read_bounded(event + "\n", {.line = 32, .event = 200});
+    CHECK(fits.overflow == Reader::Overflow::none);
+    CHECK(fits.raws.size() == 1);
+}
+
+TEST_CASE("reader limits: blank lines before an event count toward it") {
+    // Blank lines lead the next event's raw bytes: a flood of them is an
+    // event that never ends.
+    const Bounded r = read_bounded(std::string(200, '\n') + "data: {}\n\n", {.line = 32, .event = 100});
+    CHECK(r.overflow == Reader::Overflow::event);
+    CHECK(r.raws.empty());
+}
+
+TEST_CASE("reader limits: an unterminated last line is held to the limit too") {
+    const Bounded r = read_bounded("data: {}\n\ndata: " + std::string(40, 'x'), {.line = 32});
+    CHECK(r.overflow == Reader::Overflow::line);
+    CHECK(r.raws == std::vector<std::string>{"data: {}\n\n"});
+}
+
+TEST_CASE("reader limits: reset() reads a new stream under the same limits") {
+    Reader reader;
+    reader.set_limits({.line = 16});
+    reader.feed("data: " + std::string(20, 'x'));
+    CHECK(reader.next() == nullptr);
+    CHECK(reader.overflow() == Reader::Overflow::line);
+    reader.feed("\n\ndata: b\n\n");  // ignored: the reader stopped
+    CHECK(reader.next() == nullptr);
+    reader.reset();
+    CHECK(reader.overflow() == Reader::Overflow::none);
+    reader.feed("data: b\n\n");
+    const Event* e = reader.next();
+    REQUIRE(e);
+    CHECK(e->raw == "data: b\n\n");
+    reader.feed("data: " + std::string(20, 'y') + "\n\n");
+    CHECK(reader.next() == nullptr);
+    CHECK(reader.overflow() == Reader::Overflow::line);
+}
