@@ -88,6 +88,10 @@ std::string_view to_string(Fault fault) {
 // event is still relayed event by event: a read never waits for more).
 constexpr std::size_t read_buffer_bytes = 65536;
 
+// The most decoded bytes one step of a gzip or deflate body gives
+// (inflater.hpp): a read's worth, as an uncompressed body's pieces are.
+constexpr std::size_t decode_step_bytes = 65536;
+
 // An upstream response head longer than this is refused (a dropped
 // connection, README "Hostile upstreams").
 constexpr std::size_t head_limit_bytes = 64 * 1024;
@@ -345,6 +349,12 @@ std::optional<Fault> Exchange::body_from_buffer(std::string& out, std::string_vi
     Connection& c = *connection_;
     done = false;
     if (piece) *piece = {};
+    if (decoding()) {
+        // The next step of a compressed piece already read: no parse, no I/O.
+        const Fault fault = decode_step(out, piece);
+        done = fault == Fault::none && !decoding() && (c.whole_ || c.parser_->is_done());
+        return fault;
+    }
     if (c.whole_) {
         // All there: the body is handed out at once, the first time.
         done = true;
@@ -354,7 +364,9 @@ std::optional<Fault> Exchange::body_from_buffer(std::string& out, std::string_vi
         // The view stays valid after the consume: a flat buffer's consume
         // moves no byte, and the next read is what reuses them.
         c.buffer().consume(c.whole_->body_size);
-        return give_piece(bytes, out, piece);
+        const Fault fault = give_piece(bytes, out, piece);
+        done = !decoding();
+        return fault;
     }
     ResponseParser& parser = *c.parser_;
     if (parser.is_done()) {
@@ -384,18 +396,35 @@ Fault Exchange::take_piece(boost::system::error_code ec, std::string& out, std::
     // A chunked body's trailer fields are not added to the head
     // (answer_parser.hpp): the fields read with the head stand.
     done = parser.is_done();
+    // The body is not done while decoded bytes of its last piece are still
+    // to come (body_from_buffer gives them).
+    if (decoding()) done = false;
+    return Fault::none;
+}
+
+bool Exchange::decoding() const {
+    const Connection& c = *connection_;
+    return c.inflater_ && c.inflater_->pending();
+}
+
+Fault Exchange::decode_step(std::string& out, std::string_view* piece) {
+    Connection& c = *connection_;
+    const std::size_t before = out.size();
+    if (!c.inflater_->decode(out, decode_step_bytes)) {
+        failed_ = true;
+        return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
+    }
+    if (piece) *piece = std::string_view(out).substr(before);
     return Fault::none;
 }
 
 Fault Exchange::give_piece(std::string_view bytes, std::string& out, std::string_view* piece) {
     Connection& c = *connection_;
     if (c.inflater_) {
-        const std::size_t before = out.size();
-        if (!c.inflater_->feed(bytes, out)) {
-            failed_ = true;
-            return Fault::dropped_in_body;  // a gzip or deflate body that does not decode
-        }
-        if (piece) *piece = std::string_view(out).substr(before);
+        // The piece stays where it lies until it is decoded (the next read
+        // reuses that memory, and reads wait until then: decoding()).
+        c.inflater_->set_input(bytes);
+        return decode_step(out, piece);
     } else if (piece) {
         *piece = bytes;  // where it lies (piece_body.hpp)
     } else {

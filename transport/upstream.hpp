@@ -213,6 +213,9 @@ public:
     // gives it; nullopt when there are none (issue 7: a small answer's body
     // nearly always arrives with its head). Only then is read_some or
     // read_piece awaited: they read, and take the piece that read gave.
+    // A gzip or deflate body comes out at most 64 KiB of decoded bytes per
+    // call (SPEC section 8: a caller checks its limits between steps); the
+    // steps of a piece already read come from body_from_buffer.
     std::optional<Fault> body_from_buffer(std::string& out, std::string_view* piece, bool& done);
 
     // Appends the next piece of the (decoded) body to `out`. Sets `done` at the
@@ -248,8 +251,14 @@ private:
     Fault take_piece(boost::system::error_code ec, std::string& out, std::string_view* piece, bool& done,
                      Fault on_timeout);
     // Body bytes appended to out or viewed by piece, decoded when the body
-    // is compressed.
+    // is compressed: then only the first step of them (decode_step).
     Fault give_piece(std::string_view bytes, std::string& out, std::string_view* piece);
+    // A compressed piece is only partly decoded: body_from_buffer gives its
+    // next step (decode_step) before anything is parsed or read.
+    bool decoding() const;
+    // At most one step of decoded bytes appended to `out` (and viewed by
+    // `piece`), so that the caller's limits see them before more are decoded.
+    Fault decode_step(std::string& out, std::string_view* piece);
     void end();
     Connection* connection_;  // null once moved from
     bool failed_ = false;
