@@ -14,7 +14,13 @@ void AnswerParser::on_request_impl(http::verb, string_view, string_view, int, er
 
 // Beast clears `ec` before each of these calls; they set it only to fail.
 
-void AnswerParser::on_response_impl(int code, string_view reason, int version, error_code&) {
+void AnswerParser::on_response_impl(int code, string_view reason, int version, error_code& ec) {
+    // SPEC section 4: a status outside 100..599 is a bad response (class
+    // network), never an answer to pass on. Beast takes any three digits.
+    if (code < 100 || code > 599) {
+        ec = http::error::bad_status;
+        return;
+    }
     head_.start(static_cast<unsigned>(code), std::string_view(reason.data(), reason.size()),
                 static_cast<unsigned>(version));
 }

@@ -67,6 +67,9 @@ private:
     std::uint32_t reason_size_ = 0;  // the reason is the text's start
 };
 
+// A status outside 100..599 (SPEC section 4) fails the parse with
+// http::error::bad_status, as whole_answer.hpp declines it: both readers
+// refuse it.
 class AnswerParser : public boost::beast::http::basic_parser<false> {
 public:
     // Clears `head`; the answer's head goes there and its body to `body`.

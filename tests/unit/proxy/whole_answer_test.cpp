@@ -169,3 +169,17 @@ TEST_CASE("mutated answers: whatever is read in one pass, Beast reads the same",
     };
     modelproxy::test::check_mutants(seeds, 20261202, agrees_with_beast);
 }
+
+TEST_CASE("a status outside 100..599 is refused by both readers", "[whole_answer]") {
+    // SPEC section 4: a bad response (class network), never an answer.
+    for (const std::string status : {"000", "099", "600", "999"}) {
+        const std::string text = "HTTP/1.1 " + status + " Odd\r\nContent-Length: 2\r\n\r\n{}";
+        INFO(text);
+        CHECK_FALSE(agrees_with_beast(text));
+        CHECK_FALSE(beast_parse(text).ok);
+    }
+    for (const std::string status : {"100", "599"}) {
+        INFO(status);
+        CHECK(beast_parse("HTTP/1.1 " + status + " Odd\r\nContent-Length: 0\r\n\r\n").ok);
+    }
+}
