@@ -57,9 +57,10 @@ void RelayOut::clear() {
     view_ = {};
 }
 
-void StreamRelay::start(bool stream_rules, const sse::IdentityRule* identity_rule,
+void StreamRelay::start(bool stream_rules, sse::Reader::Limits limits, const sse::IdentityRule* identity_rule,
                         const sse::CredentialScanner* scanner) {
     reader.reset();
+    reader.set_limits(limits);
     memo.forget();
     held.clear();
     out.clear();
@@ -124,8 +125,10 @@ Task<TurnRun::StreamEnd> TurnRun::close_published() {
     StreamRelay& relay = plan_.stream;
     const StreamRelay::Close& close = relay.close;
     if (!close.forwarded_error) {
-        relay.out.add_copy(closing_error_event(plan_.endpoint, "the upstream stream broke before its end", close.code,
-                                               502, policy::to_string(close.classification.cls), "terminal", "",
+        const std::string_view message =
+            close.message.empty() ? std::string_view("the upstream stream broke before its end") : close.message;
+        relay.out.add_copy(closing_error_event(plan_.endpoint, message, close.code, 502,
+                                               policy::to_string(close.classification.cls), "terminal", "",
                                                attempts_));
     }
     record_attempt_and_turn(200, "terminal", close.outcome, 200, &close.classification, close.code);
@@ -200,7 +203,11 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
 StreamRelay& TurnRun::start_relay() {
     const bool rules = route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
     const sse::IdentityRule* identity = rules && plan_.identity ? &*plan_.identity : nullptr;
-    plan_.stream.start(rules, identity, plan_.runtime->secrets ? &*plan_.runtime->secrets : nullptr);
+    // SPEC section 8: one line within max_event_bytes; one event, which the
+    // reader buffers whole, within max_response_body_bytes.
+    const sse::Reader::Limits limits{static_cast<std::size_t>(limits_.max_event_bytes),
+                                     static_cast<std::size_t>(limits_.max_response_body_bytes)};
+    plan_.stream.start(rules, limits, identity, plan_.runtime->secrets ? &*plan_.runtime->secrets : nullptr);
     return plan_.stream;
 }
 
@@ -306,7 +313,9 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                     // SPEC section 7: every data line must parse on its own.
                     policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
                                              "unparseable-event"};
-                    if (answering_) return close_with(c, "unparseable_event", false, "refused");
+                    if (answering_)
+                        return close_with(c, "unparseable_event", false, "refused",
+                                          "the upstream stream carried a data line that is not JSON");
                     failed.classification = c;
                     failed.code = "unparseable_event";
                     failed.message = "the upstream stream carried a data line that is not JSON";
@@ -350,6 +359,16 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             if (done_here) r.saw_done = true;
             // The first answer text: publish the head and everything held.
             if (answer && !r.error_event) return RelayStep::publish;
+        }
+        // SPEC section 8: a line (or event) past its limit stopped the
+        // reader before it was buffered to its end.
+        if (const auto overflow = r.reader.overflow(); overflow != sse::Reader::Overflow::none) {
+            failed = refusal("response-too-large", "response_too_large",
+                             overflow == sse::Reader::Overflow::line
+                                 ? "an upstream stream line is longer than max_event_bytes"
+                                 : "an upstream stream event is longer than max_response_body_bytes",
+                             policy::ErrorClass::network);
+            return refuse_in_stream(failed);
         }
         return RelayStep::read_on;
     }();
@@ -430,13 +449,13 @@ RelayStep TurnRun::error_event_ends(Failed& failed) {
 // publication a 502 with its code; after it, the refused event is not
 // forwarded and the stream ends with the closing error event.
 RelayStep TurnRun::refuse_in_stream(const Failed& failed) {
-    if (answering_) return close_with(failed.classification, failed.code, false, "refused");
+    if (answering_) return close_with(failed.classification, failed.code, false, "refused", failed.message);
     return RelayStep::fail;
 }
 
 RelayStep TurnRun::close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
-                              std::string_view outcome) {
-    plan_.stream.close = StreamRelay::Close{c, code, forwarded_error, outcome};
+                              std::string_view outcome, std::string_view message) {
+    plan_.stream.close = StreamRelay::Close{c, code, forwarded_error, outcome, message};
     return RelayStep::close;
 }
 

@@ -72,6 +72,7 @@ struct StreamRelay {
         std::string_view code;  // static text, or the attempt failure's code
         bool forwarded_error = false;
         std::string_view outcome = "terminal";
+        std::string_view message;  // the closing event's; static text, or the attempt failure's
     };
 
     sse::Reader reader;
@@ -99,9 +100,10 @@ struct StreamRelay {
     Close close;
 
     // A fresh attempt: buffers emptied (capacity kept), flags reset, the
-    // identity check under `identity_rule` (when set) and a credential scan
-    // from `scanner` (when set).
-    void start(bool stream_rules, const sse::IdentityRule* identity_rule, const sse::CredentialScanner* scanner);
+    // reader under `limits`, the identity check under `identity_rule` (when
+    // set) and a credential scan from `scanner` (when set).
+    void start(bool stream_rules, sse::Reader::Limits limits, const sse::IdentityRule* identity_rule,
+               const sse::CredentialScanner* scanner);
     // The attempt's relay is over, however it ended: its credential scan
     // gives its Vectorscan streams back to the thread's spares.
     void end() { secrets.reset(); }

@@ -146,7 +146,7 @@ private:
     RelayStep error_event_ends(Failed& failed);
     RelayStep refuse_in_stream(const Failed& failed);
     RelayStep close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
-                         std::string_view outcome = "terminal");
+                         std::string_view outcome = "terminal", std::string_view message = {});
     // Publication (the first answer text, or a complete stream without
     // any): the head is built and published_ set here; it goes out in the
     // same write as the held events and the rest of the read (write_out).
