@@ -46,7 +46,10 @@ struct Boundary {
 struct Model {
     std::string name;                    // what clients send in "model"
     std::string upstream_model;          // rewritten into the upstream body
-    std::vector<std::string> accept;     // identities accepted (glob *); defaults to {upstream_model}
+    // Identities accepted (glob *), as listed. Empty: none listed, and the
+    // default applies: upstream_model and its dated snapshots, by the "*"
+    // route's rule (SPEC section 3, sse::wildcard_accepts).
+    std::vector<std::string> accept;
 };
 
 struct Tls {

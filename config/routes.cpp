@@ -248,7 +248,7 @@ std::optional<Model> RoutesReader::read_model(const YAML::Node& node, const std:
             problems_.add(node, path, why);
             return std::nullopt;
         }
-        return Model{name, name, {name}};
+        return Model{name, name, {}};
     }
     if (!node.IsMap()) {
         problems_.add(node, path, "must be a model name or a map with name, upstream_model and accept");
@@ -279,7 +279,7 @@ std::optional<Model> RoutesReader::read_model(const YAML::Node& node, const std:
     } else if (reader.has("upstream_model")) {
         ok = false;
     }
-    model.accept = {model.upstream_model};
+    // Without `accept` the list stays empty: the default rule (config.hpp).
     if (reader.string_list("accept", model.accept)) {
         if (model.accept.empty()) {
             reader.problem("accept", "must list at least one identity; without it every answer is refused");

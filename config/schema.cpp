@@ -181,8 +181,10 @@ std::vector<KeySpec> build_specs() {
                   "what clients send in \"model\""),
         other_key("routes[].models[].upstream_model", "the name", "non-empty, no `*`",
                   "rewritten into the upstream request body"),
-        other_key("routes[].models[].accept", "`[upstream_model]`", "non-empty list of globs (`*`)",
-                  "response identities accepted; globs match the whole string, case-sensitively"),
+        other_key("routes[].models[].accept",
+                  "upstream_model and its dated snapshots (`-YYYY-MM-DD`, `-YYYYMMDD`, `-MMDD`; as `\"*\"` accepts)",
+                  "non-empty list of globs (`*`)",
+                  "response identities accepted, replacing the default; globs match the whole string, case-sensitively"),
         other_key("routes[].retry", "{} (the catalog)", "map with any key of `retry`",
                   "per-route override, merged over the catalog"),
     };

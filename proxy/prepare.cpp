@@ -94,13 +94,16 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     if (plan.endpoint != policy::Endpoint::other && route.dialect != config::Dialect::generic) {
         // What IdentityRule::from_accept / wildcard_for make, built over the
         // last request's rule so its strings keep their capacity.
+        // A model without `accept` takes its upstream model's dated
+        // snapshots by the "*" rule (SPEC section 3).
         sse::IdentityRule& rule = plan.set_identity();
-        if (forward.model) {
+        if (forward.model && !forward.model->accept.empty()) {
             rule.kind = sse::IdentityRule::Kind::accept_globs;
             rule.globs.assign(forward.model->accept.begin(), forward.model->accept.end());
         } else {
             rule.kind = sse::IdentityRule::Kind::wildcard;
-            rule.requested.assign(forward.client_model);
+            rule.requested.assign(forward.model ? std::string_view(forward.model->upstream_model)
+                                                : std::string_view(forward.client_model));
         }
     }
     plan.keep_alive = keep_alive;

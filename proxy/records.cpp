@@ -107,6 +107,16 @@ void fill(Out& out, const AttemptRecord& r) {
     out.num(r.remaining_ms);
     out.text(R"(,"digest":)");
     out.word(r.digest);
+    if (r.accepted_models) {
+        out.text(R"(,"answered_model":)");
+        out.str(r.answered_model);
+        out.text(R"(,"accepted_models":[)");
+        for (std::size_t i = 0; i < r.accepted_models->size(); ++i) {
+            if (i > 0) out.text(",");
+            out.str((*r.accepted_models)[i]);
+        }
+        out.text("]");
+    }
     out.text("}\n");
 }
 

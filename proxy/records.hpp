@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace modelproxy::proxy {
 
@@ -26,6 +27,11 @@ struct AttemptRecord {
     std::int64_t delay_ms = 0;
     std::int64_t remaining_ms = 0;
     std::string_view digest;              // "sha256:<hex>"
+    // A model_identity_mismatch only (SPEC section 9), else neither key is
+    // written: "answered_model", the model the upstream answered with ("" ->
+    // null: it named none), and "accepted_models", the names accepted.
+    std::string_view answered_model;
+    const std::vector<std::string>* accepted_models = nullptr;
 };
 
 struct TurnRecord {

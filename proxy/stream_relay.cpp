@@ -277,17 +277,15 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             if (!counts) continue;
             if (r.saw_done) {
                 // Read for section 8 (credentials, identity), never forwarded.
-                bool foreign = false;
+                sse::IdentityVerdict verdict = sse::IdentityVerdict::ok;
                 for (std::size_t i = 0; (r.secrets || r.identity) && i < event->data.size(); ++i) {
                     if (decoded_leak(event->data[i])) return credential_refusal();
                     const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                     note(info);
-                    foreign = foreign || (r.identity && sse::refused(r.identity->on_line(info)));
+                    if (r.identity && !sse::refused(verdict)) verdict = r.identity->on_line(info);
                 }
-                if (foreign) {
-                    failed = refusal("model-identity", "model_identity_mismatch",
-                                     "the upstream stream carried a model this route does not accept after [DONE]",
-                                     policy::ErrorClass::identity);
+                if (sse::refused(verdict)) {
+                    failed = identity_refusal(verdict, r.identity->foreign_model());
                     return refuse_in_stream(failed);
                 }
                 continue;
@@ -299,11 +297,11 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                 const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                 note(info);
                 r.batch.see(info.usage);
-                if (r.identity && sse::refused(r.identity->on_line(info))) {
-                    failed = refusal("model-identity", "model_identity_mismatch",
-                                     "the upstream stream carried a model this route does not accept",
-                                     policy::ErrorClass::identity);
-                    return refuse_in_stream(failed);
+                if (r.identity) {
+                    if (const auto verdict = r.identity->on_line(info); sse::refused(verdict)) {
+                        failed = identity_refusal(verdict, r.identity->foreign_model());
+                        return refuse_in_stream(failed);
+                    }
                 }
                 if (info.kind == sse::DataKind::done) {
                     done_here = true;
@@ -400,10 +398,11 @@ RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed
     if (!done) return RelayStep::read_on;
 
     // The upstream stream ended cleanly.
-    if (r.identity && sse::refused(r.identity->finish())) {
-        failed = refusal("model-identity", "model_identity_mismatch",
-                         "the upstream stream never named an accepted model", policy::ErrorClass::identity);
-        return refuse_in_stream(failed);
+    if (r.identity) {
+        if (const auto verdict = r.identity->finish(); sse::refused(verdict)) {
+            failed = identity_refusal(verdict, r.identity->foreign_model());
+            return refuse_in_stream(failed);
+        }
     }
     if (r.secrets && r.secrets->finish() == sse::CredentialVerdict::credential_in_response) {
         failed = refusal("credential", "credential_in_response", "the upstream stream carried credential material",

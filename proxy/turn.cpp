@@ -283,10 +283,9 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
     if (plan_.identity) {
         const sse::BodyIdentity& seen = worker_.inspector().body_identity(body, plan_.endpoint);
         metrics::count_usage(worker_.counters(slot_), seen.usage);
-        if (sse::refused(sse::check_body_identity(seen, *plan_.identity))) {
-            failed = refusal("model-identity", "model_identity_mismatch",
-                             "the upstream answered with a model this route does not accept",
-                             policy::ErrorClass::identity);
+        std::string_view answered;
+        if (const auto verdict = sse::check_body_identity(seen, *plan_.identity, &answered); sse::refused(verdict)) {
+            failed = identity_refusal(verdict, answered);
             return true;
         }
     } else if (plan_.endpoint != policy::Endpoint::other) {
@@ -297,6 +296,13 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
         return true;
     }
     return false;
+}
+
+TurnRun::Failed TurnRun::identity_refusal(sse::IdentityVerdict verdict, std::string_view answered) {
+    sse::describe_refusal(verdict, answered, *plan_.identity, plan_.identity_refusal);
+    plan_.identity_refused = true;
+    return refusal("model-identity", "model_identity_mismatch", plan_.identity_refusal.message,
+                   policy::ErrorClass::identity);
 }
 
 void TurnRun::give_back(Attempt& a, Clock::time_point now) {
@@ -371,6 +377,7 @@ void ForwardPlan::clear() {
     digest.clear();
     head_text.clear();
     stream.clear();
+    identity_refused = false;
 }
 
 sse::IdentityRule& ForwardPlan::set_identity() {

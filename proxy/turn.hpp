@@ -55,6 +55,10 @@ struct ForwardPlan {
     std::string digest;
     std::string head_text;
     StreamRelay stream;
+    // What a model_identity_mismatch said, for its message and attempt
+    // record (SPEC section 9); `identity_refused` while it holds this turn's.
+    sse::IdentityRefusal identity_refusal;
+    bool identity_refused = false;
 
     // Every field back to its default for the next request. The strings and
     // the identity rule keep their capacity (issue 2: a reused plan costs no

@@ -141,6 +141,10 @@ AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::C
     r.delay_ms = delay_ms;
     r.remaining_ms = std::max<std::int64_t>(0, ms_between(now, plan_.deadline));
     r.digest = digest_;
+    if (plan_.identity_refused && code == "model_identity_mismatch") {
+        r.answered_model = plan_.identity_refusal.answered;
+        r.accepted_models = &plan_.identity_refusal.accepted;
+    }
     return r;
 }
 

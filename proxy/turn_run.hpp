@@ -124,6 +124,10 @@ private:
     // SPEC section 8: an injected upstream key in the upstream answer's head
     // (its reason phrase, field names and values), which the client would get.
     bool head_carries_key(const transport::Exchange& ex) const;
+    // A model_identity_mismatch (SPEC sections 8 and 9): its message names
+    // `answered` (the refused model, "" when none) and the accepted names,
+    // kept in the plan for the attempt record too.
+    Failed identity_refusal(sse::IdentityVerdict verdict, std::string_view answered);
     void give_back(Attempt& a, Clock::time_point now = Clock::now());
     // The idle gauge of this route's pool, after the pool changed.
     void note_idle(const transport::Pool& pool) {

@@ -1,5 +1,6 @@
 #include "sse/identity.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace modelproxy::sse {
@@ -95,15 +96,70 @@ bool IdentityRule::accepts(std::string_view identity) const {
     return false;
 }
 
-IdentityVerdict check_body_identity(const BodyIdentity& body, const IdentityRule& rule) {
+IdentityVerdict check_body_identity(const BodyIdentity& body, const IdentityRule& rule, std::string_view* foreign) {
     if (!body.json_object) return IdentityVerdict::not_an_object;
     bool named = false;
     for (const std::string& model : body.models) {
         if (model.empty()) continue;
-        if (!rule.accepts(model)) return IdentityVerdict::foreign_model;
+        if (!rule.accepts(model)) {
+            if (foreign) *foreign = model;
+            return IdentityVerdict::foreign_model;
+        }
         named = true;
     }
     return named ? IdentityVerdict::ok : IdentityVerdict::no_model;
+}
+
+void bounded_name(std::string_view name, std::string& out) {
+    constexpr std::size_t most = IdentityRefusal::max_name_bytes;
+    out.clear();
+    for (std::size_t i = 0; i < name.size() && i < most; ++i) {
+        const char c = name[i];
+        out += c >= 0x20 && c < 0x7f ? c : '?';
+    }
+    if (name.size() > most) out += "...";
+}
+
+void describe_refusal(IdentityVerdict verdict, std::string_view answered, const IdentityRule& rule,
+                      IdentityRefusal& out) {
+    bounded_name(verdict == IdentityVerdict::foreign_model ? answered : std::string_view{}, out.answered);
+    out.accepted.clear();
+    const auto accept = [&](std::string_view name, std::string_view suffix = {}) {
+        std::string& entry = out.accepted.emplace_back();
+        bounded_name(name, entry);
+        entry += suffix;
+    };
+    if (rule.kind == IdentityRule::Kind::wildcard) {
+        constexpr std::string_view latest = "-latest";
+        std::string_view base = rule.requested;
+        if (base.ends_with(latest)) base.remove_suffix(latest.size());
+        accept(rule.requested);
+        for (std::string_view suffix : {"-YYYY-MM-DD", "-YYYYMMDD", "-MMDD"}) accept(base, suffix);
+    } else {
+        const std::size_t shown = std::min(rule.globs.size(), IdentityRefusal::max_accepted);
+        for (std::size_t i = 0; i < shown; ++i) accept(rule.globs[i]);
+        if (rule.globs.size() > shown)
+            out.accepted.push_back("(" + std::to_string(rule.globs.size() - shown) + " more)");
+    }
+
+    std::string& m = out.message;
+    switch (verdict) {
+        case IdentityVerdict::foreign_model:
+            m = "the upstream answered with model \"" + out.answered + "\", which this route does not accept";
+            break;
+        case IdentityVerdict::answer_before_model:
+            m = "the upstream stream sent answer text before naming an accepted model";
+            break;
+        case IdentityVerdict::no_model: m = "the upstream answer never named its model"; break;
+        case IdentityVerdict::not_an_object: m = "the upstream answered 200 with a body that is not a JSON object"; break;
+        case IdentityVerdict::ok: m = "the upstream answer's model is accepted"; break;
+    }
+    m += " (accepted: ";
+    for (std::size_t i = 0; i < out.accepted.size(); ++i) {
+        if (i > 0) m += ", ";
+        m += out.accepted[i];
+    }
+    m += ")";
 }
 
 bool StreamIdentity::accepted(std::string_view model) {
@@ -130,6 +186,7 @@ IdentityVerdict StreamIdentity::on_line(const DataInfo& line) {
         if (accepted(model)) {
             named_ = true;
         } else {
+            if (!deferred_foreign_ && !foreign) bounded_name(model, foreign_);
             foreign = true;
         }
     }
@@ -156,6 +213,7 @@ void StreamIdentity::reset() {
     done_seen_ = false;
     deferred_foreign_ = false;
     last_accepted_.clear();
+    foreign_.clear();
 }
 
 }  // namespace modelproxy::sse

@@ -26,9 +26,10 @@ bool glob_match(std::string_view pattern, std::string_view text);
 // two forms above). An empty identity is never accepted.
 bool wildcard_accepts(std::string_view requested, std::string_view identity);
 
-// What a route model accepts as the response's identity: its `accept` globs
-// (default [upstream_model], filled in by config), or the `"*"` rule for the
-// name the client requested.
+// What a route model accepts as the response's identity: its `accept` globs,
+// or the `"*"` rule for one name: the name the client requested on the `"*"`
+// route, the upstream model of a model listed without `accept` (SPEC section
+// 3: providers answer an alias with a dated snapshot).
 struct IdentityRule {
     enum class Kind : std::uint8_t { accept_globs, wildcard };
 
@@ -61,8 +62,36 @@ constexpr std::string_view refusal_code(IdentityVerdict v) {
 }
 
 // Non-stream 200 body (section 8): a JSON object, naming at least one model,
-// every named model accepted. Checked in that order.
-IdentityVerdict check_body_identity(const BodyIdentity& body, const IdentityRule& rule);
+// every named model accepted. Checked in that order. On foreign_model,
+// `*foreign` (when given) views the first model refused, in `body`.
+IdentityVerdict check_body_identity(const BodyIdentity& body, const IdentityRule& rule,
+                                    std::string_view* foreign = nullptr);
+
+// What a model_identity_mismatch says (SPEC section 9): the model the
+// upstream answered with and the names accepted, in its message and its
+// attempt record. Model names come from the upstream and the config, so each
+// is bounded (bounded_name) and the list too: a hostile upstream cannot make
+// a message or record line long, or carry control bytes or invalid UTF-8.
+struct IdentityRefusal {
+    static constexpr std::size_t max_name_bytes = 128;
+    static constexpr std::size_t max_accepted = 8;
+
+    std::string answered;               // the refused model; "" when none was named
+    std::vector<std::string> accepted;  // the accept globs, or the `"*"` rule's forms
+    std::string message;
+};
+
+// `name` as a message or record shows it: printable ASCII kept, any other
+// byte as '?', at most max_name_bytes of it, then "..." when it was longer.
+void bounded_name(std::string_view name, std::string& out);
+
+// Fills `out` (its storage reused) for a refusal `verdict` under `rule`;
+// `answered` is the refused model (foreign_model), else empty. The `"*"`
+// rule's accepted names are its forms: `gpt-4o`, `gpt-4o-YYYY-MM-DD`,
+// `gpt-4o-YYYYMMDD`, `gpt-4o-MMDD`. More than max_accepted globs: the first
+// ones, then one entry "(N more)".
+void describe_refusal(IdentityVerdict verdict, std::string_view answered, const IdentityRule& rule,
+                      IdentityRefusal& out);
 
 // One attempt's stream, fed every data line in order (the Inspector's answer
 // for it, DataKind::done included), then finish() at the end of the stream.
@@ -110,6 +139,11 @@ public:
     // The verdict for the whole stream after its last line.
     IdentityVerdict finish() const;
 
+    // After a foreign_model refusal: the model that refused (the first one
+    // not accepted, an error line's included), bounded (bounded_name). ""
+    // otherwise.
+    std::string_view foreign_model() const { return foreign_; }
+
     // A fresh attempt with the same rule.
     void reset();
     // A fresh attempt under `rule` (which must outlive this object); the
@@ -131,6 +165,7 @@ private:
     bool done_seen_ = false;           // a [DONE] line arrived
     bool deferred_foreign_ = false;    // an error line named a refused model
     std::string last_accepted_;        // cache: chunks repeat the same model
+    std::string foreign_;              // the first model not accepted (foreign_model())
 };
 
 }  // namespace modelproxy::sse

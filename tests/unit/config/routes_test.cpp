@@ -116,15 +116,15 @@ TEST_CASE("models: shorthand and map forms") {
     REQUIRE(route.models.size() == 4);
     CHECK(route.models[0].name == "gpt-4o-mini");
     CHECK(route.models[0].upstream_model == "gpt-4o-mini");
-    CHECK(route.models[0].accept == Lines{"gpt-4o-mini"});
+    CHECK(route.models[0].accept.empty());  // the default: the upstream model and its snapshots
     CHECK(route.models[1].name == "fast");
     CHECK(route.models[1].upstream_model == "gpt-4o-mini");
     CHECK(route.models[1].accept == Lines{"gpt-4o-mini", "gpt-4o-mini-20*"});
     CHECK(route.models[2].name == "plain");
     CHECK(route.models[2].upstream_model == "plain");
-    CHECK(route.models[2].accept == Lines{"plain"});
+    CHECK(route.models[2].accept.empty());
     CHECK(route.models[3].upstream_model == "real");
-    CHECK(route.models[3].accept == Lines{"real"});  // accept defaults to [upstream_model]
+    CHECK(route.models[3].accept.empty());  // the default rule, over upstream_model
     CHECK_FALSE(route.wildcard);
 }
 

@@ -246,3 +246,101 @@ TEST_CASE("check_body_identity: every identity field must match", "[identity]") 
     CHECK(modelproxy::sse::refusal_code(IdentityVerdict::no_model) == "model_identity_mismatch");
     CHECK(modelproxy::sse::refusal_code(IdentityVerdict::ok).empty());
 }
+
+// ---- what a refusal says (SPEC section 9) ---------------------------------
+
+using modelproxy::sse::bounded_name;
+using modelproxy::sse::describe_refusal;
+using modelproxy::sse::IdentityRefusal;
+
+TEST_CASE("a model listed without accept takes its dated snapshots, never a longer name", "[identity]") {
+    // The default rule is the "*" rule over the upstream model (SPEC section
+    // 3): providers answer an alias with a dated snapshot.
+    const IdentityRule rule = IdentityRule::wildcard_for("gpt-4o-mini");
+    CHECK(rule.accepts("gpt-4o-mini"));
+    CHECK(rule.accepts("gpt-4o-mini-2024-07-18"));
+    CHECK(rule.accepts("gpt-4o-mini-20240718"));
+    CHECK(rule.accepts("gpt-4o-mini-0718"));
+    CHECK_FALSE(rule.accepts("gpt-4o"));
+    CHECK_FALSE(rule.accepts("gpt-4o-mini-audio"));
+    CHECK_FALSE(rule.accepts("gpt-4o-mini-2024-07-18-x"));
+    const IdentityRule claude = IdentityRule::wildcard_for("claude-sonnet-4-5");
+    CHECK(claude.accepts("claude-sonnet-4-5-20250929"));
+    CHECK_FALSE(claude.accepts("claude-sonnet-4-5-1"));
+}
+
+TEST_CASE("bounded_name: printable ASCII, at most 128 bytes", "[identity]") {
+    std::string out = "left over";
+    bounded_name("gpt-4o \"x\"", out);
+    CHECK(out == "gpt-4o \"x\"");
+    bounded_name("a\nb\x01\x7f\xc3\xa9", out);
+    CHECK(out == "a?b????");
+    bounded_name(std::string(129, 'm'), out);
+    CHECK(out == std::string(128, 'm') + "...");
+    bounded_name(std::string(128, 'm'), out);
+    CHECK(out == std::string(128, 'm'));
+}
+
+TEST_CASE("describe_refusal names the model answered and the names accepted", "[identity]") {
+    IdentityRefusal out;
+    SECTION("a default rule, a foreign model") {
+        describe_refusal(IdentityVerdict::foreign_model, "gpt-4o-mini-2024-07-18",
+                         IdentityRule::wildcard_for("gpt-4o"), out);
+        CHECK(out.answered == "gpt-4o-mini-2024-07-18");
+        CHECK(out.accepted == Lines{"gpt-4o", "gpt-4o-YYYY-MM-DD", "gpt-4o-YYYYMMDD", "gpt-4o-MMDD"});
+        CHECK(out.message ==
+              "the upstream answered with model \"gpt-4o-mini-2024-07-18\", which this route does not accept "
+              "(accepted: gpt-4o, gpt-4o-YYYY-MM-DD, gpt-4o-YYYYMMDD, gpt-4o-MMDD)");
+    }
+    SECTION("a -latest name: its snapshots are the base's") {
+        describe_refusal(IdentityVerdict::foreign_model, "x", IdentityRule::wildcard_for("claude-3-5-haiku-latest"), out);
+        CHECK(out.accepted == Lines{"claude-3-5-haiku-latest", "claude-3-5-haiku-YYYY-MM-DD",
+                                    "claude-3-5-haiku-YYYYMMDD", "claude-3-5-haiku-MMDD"});
+    }
+    SECTION("accept globs, more than eight") {
+        Lines globs;
+        for (int i = 0; i < 10; ++i) globs.push_back("m" + std::to_string(i) + "-*");
+        describe_refusal(IdentityVerdict::foreign_model, "other", IdentityRule::from_accept(globs), out);
+        CHECK(out.accepted.size() == 9);
+        CHECK(out.accepted[7] == "m7-*");
+        CHECK(out.accepted[8] == "(2 more)");
+    }
+    SECTION("no model named: the message says so, nothing answered") {
+        describe_refusal(IdentityVerdict::no_model, "ignored", IdentityRule::from_accept({"o3"}), out);
+        CHECK(out.answered.empty());
+        CHECK(out.message == "the upstream answer never named its model (accepted: o3)");
+        describe_refusal(IdentityVerdict::answer_before_model, "", IdentityRule::from_accept({"o3"}), out);
+        CHECK(out.message == "the upstream stream sent answer text before naming an accepted model (accepted: o3)");
+    }
+    SECTION("a hostile name stays bounded") {
+        describe_refusal(IdentityVerdict::foreign_model, std::string(100000, 'z') + "\n",
+                         IdentityRule::from_accept({std::string(1000, 'a')}), out);
+        CHECK(out.answered.size() == 131);
+        CHECK(out.accepted.at(0).size() == 131);
+        CHECK(out.message.size() < 600);
+    }
+}
+
+TEST_CASE("the model that refused: StreamIdentity and check_body_identity say which", "[identity]") {
+    const IdentityRule rule = IdentityRule::wildcard_for("gpt-4o");
+    Inspector inspector;
+    StreamIdentity identity(rule);
+    CHECK(identity.on_line(inspector.inspect(role, Endpoint::chat_completions)) == IdentityVerdict::ok);
+    CHECK(identity.foreign_model().empty());
+    CHECK(identity.on_line(inspector.inspect(foreign, Endpoint::chat_completions)) == IdentityVerdict::foreign_model);
+    CHECK(identity.foreign_model() == "gpt-4o-mini");
+    identity.reset();
+    CHECK(identity.foreign_model().empty());
+    // An error line's foreign model is the one named when the refusal comes
+    // at a later line (which names another).
+    const std::string failed = R"({"type":"response.failed","response":{"model":"o3","error":{"code":"server_error"}}})";
+    const std::string created = R"({"type":"response.created","response":{"model":"o4"}})";
+    CHECK(identity.on_line(inspector.inspect(failed, Endpoint::responses)) == IdentityVerdict::ok);
+    CHECK(identity.on_line(inspector.inspect(created, Endpoint::responses)) == IdentityVerdict::foreign_model);
+    CHECK(identity.foreign_model() == "o3");
+
+    std::string_view answered;
+    const auto body = modelproxy::sse::body_identity(R"({"model":"gpt-4o-mini"})", Endpoint::chat_completions);
+    CHECK(check_body_identity(body, rule, &answered) == IdentityVerdict::foreign_model);
+    CHECK(answered == "gpt-4o-mini");
+}
