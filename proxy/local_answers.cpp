@@ -119,6 +119,62 @@ std::string error_envelope(std::string_view message, std::string_view type, std:
     return out;
 }
 
+std::string error_envelope(policy::ErrorShape shape, unsigned status, std::string_view message,
+                           std::string_view type, std::string_view code, const EnvelopeDetails& details) {
+    if (shape == policy::ErrorShape::openai) return error_envelope(message, type, code, details);
+    json::object error;
+    error["type"] = policy::anthropic_error_type(status);
+    error["message"] = message;
+    error["code"] = code;
+    if (details.error_class) error["class"] = *details.error_class;
+    if (details.attempts) error["attempts"] = *details.attempts;
+    if (details.decision) error["decision"] = *details.decision;
+    if (details.bound) error["bound"] = *details.bound;
+    json::object envelope;
+    envelope["type"] = "error";
+    envelope["error"] = std::move(error);
+    return json::serialize(envelope);
+}
+
+std::string closing_error_event(policy::Endpoint endpoint, policy::ErrorShape shape, const ClosingError& e) {
+    const auto add_details = [&](json::object& o) {
+        o["class"] = e.error_class;
+        o["decision"] = e.decision;
+        if (e.bound.empty()) {
+            o["bound"] = nullptr;
+        } else {
+            o["bound"] = e.bound;
+        }
+        o["attempts"] = e.attempts;
+    };
+    json::object event;
+    if (endpoint == policy::Endpoint::responses) {
+        event["type"] = "error";
+        event["code"] = e.type;
+        event["message"] = e.message;
+        event["param"] = nullptr;
+        event["sequence_number"] = e.sequence_number;
+        add_details(event);
+        return "event: error\ndata: " + json::serialize(event) + "\n\n";
+    }
+    json::object error;
+    if (shape == policy::ErrorShape::anthropic) {
+        error["type"] = "api_error";
+        error["message"] = e.message;
+        error["code"] = e.type;
+        add_details(error);
+        event["type"] = "error";
+        event["error"] = std::move(error);
+        return "event: error\ndata: " + json::serialize(event) + "\n\n";
+    }
+    error["type"] = e.type;
+    error["code"] = e.code;
+    error["message"] = e.message;
+    add_details(error);
+    event["error"] = std::move(error);
+    return "data: " + json::serialize(event) + "\n\n";
+}
+
 LocalAnswer client_error(unsigned status, std::string_view code, std::string_view message) {
     return {status, error_envelope(message, invalid_request_error_type, code)};
 }
@@ -127,6 +183,11 @@ LocalAnswer client_error(ClientError error) { return client_error(error, default
 
 LocalAnswer client_error(ClientError error, std::string_view message) {
     return {status_of(error), error_envelope(message, type_of(error), code_of(error))};
+}
+
+LocalAnswer client_error(ClientError error, policy::ErrorShape shape, std::string_view message) {
+    if (message.empty()) message = default_message(error);
+    return {status_of(error), error_envelope(shape, status_of(error), message, type_of(error), code_of(error))};
 }
 
 std::string model_not_found_message(std::string_view model) {

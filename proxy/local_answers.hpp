@@ -9,7 +9,10 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "policy/endpoint.hpp"
+#include "policy/error_shape.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,12 +72,47 @@ struct EnvelopeDetails {
 std::string error_envelope(std::string_view message, std::string_view type, std::string_view code,
                            const EnvelopeDetails& details = {});
 
+// The same envelope in the shape the client's SDK reads (policy/error_shape.hpp):
+// ErrorShape::openai is error_envelope() above; ErrorShape::anthropic is
+// {"type":"error","error":{"type":<anthropic_error_type(status)>,"message":..,
+// "code":..[,"class":..][,"attempts":N][,"decision":..][,"bound":..]}}: the
+// same members, with Anthropic's type for `status` in place of `type`.
+std::string error_envelope(policy::ErrorShape shape, unsigned status, std::string_view message,
+                           std::string_view type, std::string_view code, const EnvelopeDetails& details = {});
+
 // The bad-input envelope (type invalid_request_error) with an explicit status.
 LocalAnswer client_error(unsigned status, std::string_view code, std::string_view message);
 // The refusal with its own status, code, type and default message.
 LocalAnswer client_error(ClientError error);
 // The same with a more specific message.
 LocalAnswer client_error(ClientError error, std::string_view message);
+// The refusal in `shape` (Anthropic's on /v1/messages: SPEC section 9);
+// an empty `message` is the default one.
+LocalAnswer client_error(ClientError error, policy::ErrorShape shape, std::string_view message = {});
+
+// What the closing error event of a stream says (SPEC section 7).
+struct ClosingError {
+    std::string_view message;
+    std::string_view type;          // stream_incomplete, a section 8 refusal code, or the last failure's class
+    int code = 502;                 // the status it stands for
+    std::string_view error_class;
+    std::string_view decision;
+    std::string_view bound;         // "" -> null
+    int attempts = 0;
+    std::uint64_t sequence_number = 0;  // /responses: one past the last forwarded event's (0: none was)
+};
+
+// The closing error event, an SSE event with its blank line, in the shape of
+// the client's endpoint:
+//  - /responses: `event: error` + `data: {"type":"error","code":<type>,
+//    "message":..,"param":null,"sequence_number":N,"class":..,
+//    "decision":..,"bound":..,"attempts":N}` (the Responses API's error event);
+//  - Anthropic's shape (ErrorShape::anthropic: /v1/messages): `event: error` +
+//    `data: {"type":"error","error":{"type":"api_error","message":..,
+//    "code":<type>,"class":..,"decision":..,"bound":..,"attempts":N}}`;
+//  - any other: `data: {"error":{"type":<type>,"code":<code>,"message":..,
+//    "class":..,"decision":..,"bound":..,"attempts":N}}`.
+std::string closing_error_event(policy::Endpoint endpoint, policy::ErrorShape shape, const ClosingError& error);
 
 // The model_not_found message naming the model the client asked for.
 std::string model_not_found_message(std::string_view model);

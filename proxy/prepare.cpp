@@ -90,6 +90,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     plan.wants_stream = facts.wants_stream();
     plan.head_request = is_head;
     plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
+    plan.error_shape = policy::error_shape_for_target(req.target());
     if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
     if (plan.endpoint != policy::Endpoint::other && route.dialect != config::Dialect::generic) {
         // What IdentityRule::from_accept / wildcard_for make, built over the

@@ -101,7 +101,9 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
     if (!request_id.empty()) record_refusal(request_id, code_of(error), status_of(error));
     // Named locals, not temporaries, across co_await: g++ 12 destroys a
     // temporary of a conditional expression inside a co_await twice.
-    LocalAnswer refusal = message.empty() ? client_error(error) : client_error(error, message);
+    // Shaped for the SDK of the request's path when its head was read (SPEC section 9).
+    const auto shape = slot_ ? policy::error_shape_for_target(slot_->head.target()) : policy::ErrorShape::openai;
+    LocalAnswer refusal = client_error(error, shape, message);
     std::string_view allow = error == ClientError::method_not_allowed ? allowed_methods() : "";
     const bool open = co_await answer(refusal, keep_alive, request_id, allow);
     co_return open;

@@ -8,10 +8,12 @@
 #include "proxy/stream_relay.hpp"
 
 #include "policy/classify.hpp"
+#include "proxy/local_answers.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
 #include "sse/end_rule.hpp"
 #include "sse/inspect.hpp"
+#include "sse/sequence_number.hpp"
 
 #include <optional>
 
@@ -69,6 +71,7 @@ void StreamRelay::start(bool stream_rules, sse::Reader::Limits limits, const sse
     rules = stream_rules;
     saw_done = saw_end = saw_finish = saw_event = false;
     error_event.reset();
+    last_sequence.reset();
     started = std::chrono::steady_clock::now();
     identity = nullptr;
     if (identity_rule) {
@@ -124,16 +127,20 @@ Task<bool> TurnRun::write_out(std::string_view after) {
 Task<TurnRun::StreamEnd> TurnRun::close_published() {
     StreamRelay& relay = plan_.stream;
     const StreamRelay::Close& close = relay.close;
-    if (!close.forwarded_error) {
-        const std::string_view message =
-            close.message.empty() ? std::string_view("the upstream stream broke before its end") : close.message;
-        relay.out.add_copy(closing_error_event(plan_.endpoint, message, close.code, 502,
-                                               policy::to_string(close.classification.cls), "terminal", "",
-                                               attempts_));
-    }
+    if (!close.forwarded_error) add_closing_event();
     record_attempt_and_turn(200, "terminal", close.outcome, 200, &close.classification, close.code);
     const bool ok = co_await write_out("0\r\n\r\n");
     co_return StreamEnd{true, ok && keep_alive()};
+}
+
+void TurnRun::add_closing_event() {
+    StreamRelay& relay = plan_.stream;
+    const StreamRelay::Close& close = relay.close;
+    const ClosingError closing{
+        close.message.empty() ? std::string_view("the upstream stream broke before its end") : close.message,
+        close.code, 502, policy::to_string(close.classification.cls), "terminal", "", attempts_,
+        next_sequence_number()};
+    relay.out.add_copy(closing_error_event(plan_.endpoint, plan_.error_shape, closing));
 }
 
 // SPEC section 7. The head and the events before the first answer text are
@@ -292,8 +299,12 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             }
             bool answer = false, event_error = false, done_here = false;
             policy::ProviderError declared;
+            std::optional<std::uint64_t> sequence;
             for (std::size_t i = 0; i < event->data.size(); ++i) {
                 if (decoded_leak(event->data[i])) return credential_refusal();
+                if (plan_.endpoint == policy::Endpoint::responses) {
+                    if (const auto n = sse::sequence_number(event->data[i])) sequence = n;
+                }
                 const sse::DataInfo& info = inspector.inspect(*event, i, plan_.endpoint, r.memo);
                 note(info);
                 r.batch.see(info.usage);
@@ -330,6 +341,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                 if (info.finish_reason) r.saw_finish = true;
             }
             if (!event->data.empty()) r.saw_event = true;
+            if (sequence) r.last_sequence = sequence;
 
             if (answering_) {
                 // Forwarded as it is; an error event ends the client stream.

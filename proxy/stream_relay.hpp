@@ -17,6 +17,7 @@
 #include "sse/relay_batch.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,6 +97,9 @@ struct StreamRelay {
     std::optional<sse::StreamScan> secrets;   // the credential scan, while an attempt relays
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
     std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
+    // /responses: the sequence_number of the last event held or forwarded,
+    // for the closing error event's (SPEC section 7).
+    std::optional<std::uint64_t> last_sequence;
     std::chrono::steady_clock::time_point started;
     Close close;
 

@@ -364,6 +364,7 @@ void ForwardPlan::clear() {
     wants_stream = false;
     head_request = false;
     endpoint = policy::Endpoint::other;
+    error_shape = policy::ErrorShape::openai;
     if (identity) {
         spare_identity_ = std::move(*identity);
         identity.reset();

@@ -9,6 +9,7 @@
 
 #include "policy/endpoint.hpp"
 #include "proxy/admission.hpp"
+#include "policy/error_shape.hpp"
 #include "proxy/server.hpp"
 #include "proxy/stream_relay.hpp"
 #include "sse/identity.hpp"
@@ -37,6 +38,9 @@ struct ForwardPlan {
     bool wants_stream = false;                // "stream": true in the JSON body
     bool head_request = false;                // HEAD: the answer has no body
     policy::Endpoint endpoint = policy::Endpoint::other;
+    // The shape of the proxy's own envelopes and closing error event for
+    // this request's SDK (SPEC sections 7 and 9).
+    policy::ErrorShape error_shape = policy::ErrorShape::openai;
     // SPEC section 8: the identities accepted for this turn; nullopt where the
     // endpoint or the route's dialect (generic) checks none.
     std::optional<sse::IdentityRule> identity;

@@ -7,41 +7,11 @@
 #include "transport/write_now.hpp"
 
 #include <boost/asio/write.hpp>
-#include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <array>
 #include <cstdio>
 
 namespace modelproxy::proxy {
-
-std::string closing_error_event(policy::Endpoint endpoint, std::string_view message, std::string_view type,
-                                int code, std::string_view error_class, std::string_view decision,
-                                std::string_view bound, int attempts) {
-    boost::json::object error;
-    if (endpoint == policy::Endpoint::messages) {
-        error["type"] = "api_error";
-        error["message"] = message;
-        boost::json::object event;
-        event["type"] = "error";
-        event["error"] = std::move(error);
-        return "event: error\ndata: " + boost::json::serialize(event) + "\n\n";
-    }
-    error["type"] = type;
-    error["code"] = code;
-    error["message"] = message;
-    error["class"] = error_class;
-    error["decision"] = decision;
-    if (bound.empty()) {
-        error["bound"] = nullptr;
-    } else {
-        error["bound"] = bound;
-    }
-    error["attempts"] = attempts;
-    boost::json::object event;
-    event["error"] = std::move(error);
-    return "data: " + boost::json::serialize(event) + "\n\n";
-}
 
 // The turn and the hold ticker both write to the client: one write at a
 // time, whole, so their bytes never interleave.
@@ -198,8 +168,9 @@ Task<void> TurnRun::end_at_drain_limit() {
     record_attempt_and_turn(std::nullopt, "cancelled", "cancelled", head_out_ ? 200 : 503, &c, "drain_limit");
     if (client_gone_ || writing_) co_return;
     if (head_out_) {
-        std::string event = closing_error_event(plan_.endpoint, "the proxy is shutting down and its drain limit passed",
-                                                "stream_incomplete", 502, "cancelled", "terminal", "", attempts_);
+        ClosingError closing{"the proxy is shutting down and its drain limit passed", "stream_incomplete", 502,
+                             "cancelled", "terminal", "", attempts_, next_sequence_number()};
+        std::string event = closing_error_event(plan_.endpoint, plan_.error_shape, closing);
         co_await write_chunk(event, {}, {}, {}, "0\r\n\r\n");
         co_return;
     }
@@ -207,8 +178,8 @@ Task<void> TurnRun::end_at_drain_limit() {
     details.error_class = "cancelled";
     details.attempts = attempts_;
     details.decision = "terminal";
-    std::string body = error_envelope("the proxy is shutting down and its drain limit passed", modelproxy_error_type,
-                                      "drain_limit", details);
+    std::string body = error_envelope(plan_.error_shape, 503, "the proxy is shutting down and its drain limit passed",
+                                      modelproxy_error_type, "drain_limit", details);
     ResponseHead head(503);
     head.add("content-type", "application/json");
     head.add_modelproxy(attempts_, plan_.request_id);
@@ -264,8 +235,11 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
                              : failed.status                                                    ? failed.status
                              : shown.cls == policy::ErrorClass::timeout                         ? 504
                                                                                                 : 502;
-            end.text = closing_error_event(plan_.endpoint, failed.message.empty() ? "the upstream failed" : failed.message,
-                                           type, code, cls, failed.refusal ? "terminal" : verdict, bound, attempts_);
+            const ClosingError closing{failed.message.empty() ? std::string_view("the upstream failed")
+                                                              : std::string_view(failed.message),
+                                       type, code, cls, failed.refusal ? "terminal" : verdict, bound, attempts_,
+                                       next_sequence_number()};
+            end.text = closing_error_event(plan_.endpoint, plan_.error_shape, closing);
             end.chunk = end.text;
         }
         return;
@@ -315,7 +289,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
     details.attempts = attempts_;
     details.decision = verdict;
     if (!bound.empty()) details.bound = bound;
-    end.text = error_envelope(failed.message, modelproxy_error_type, failed.code, details);
+    end.text = error_envelope(plan_.error_shape, status, failed.message, modelproxy_error_type, failed.code, details);
     ResponseHead head(status);
     head.add("content-type", "application/json");
     head.add_modelproxy(attempts_, plan_.request_id);
@@ -333,7 +307,8 @@ Task<bool> TurnRun::digest_mismatch() {
     EnvelopeDetails details;
     details.attempts = attempts_ - 1;
     details.decision = "terminal";
-    std::string body = error_envelope("the replay's payload differs from the first attempt's; it was not sent",
+    std::string body = error_envelope(plan_.error_shape, 500,
+                                      "the replay's payload differs from the first attempt's; it was not sent",
                                       modelproxy_error_type, "replay_digest_mismatch", details);
     ResponseHead head(500);
     head.add("content-type", "application/json");

@@ -32,11 +32,6 @@ inline std::int64_t ms_between(Clock::time_point a, Clock::time_point b) {
 
 policy::Transport transport_of(transport::Fault fault);
 
-// The closing error event of SPEC section 7, in the endpoint's shape.
-std::string closing_error_event(policy::Endpoint endpoint, std::string_view message, std::string_view type,
-                                int code, std::string_view error_class, std::string_view decision,
-                                std::string_view bound, int attempts);
-
 class TurnRun {
 public:
     TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch)
@@ -159,6 +154,9 @@ private:
     // one pending, and before `after` (the last chunk), in one write.
     Task<bool> write_out(std::string_view after = {});
     Task<StreamEnd> close_published();
+    // The closing error event, as plan_.stream.close says, after `out`'s
+    // events. A plain function: its locals stay off close_published's frame.
+    void add_closing_event();
 
     // turn_end.cpp: what ends the turn, its records, the client writes.
     // Up to seven pieces in one write: each client write is one syscall, and
@@ -228,6 +226,12 @@ private:
     // stream ending with the connection (SPEC section 4); `connection: close`
     // when the connection ends after the answer.
     void stream_framing(ResponseHead& head) const;
+    // The closing error event's sequence_number on /responses (SPEC section
+    // 7): one past the last forwarded event's; 0 when none was forwarded.
+    std::uint64_t next_sequence_number() const {
+        const auto& last = plan_.stream.last_sequence;
+        return answering_ && last ? *last + 1 : 0;
+    }
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
     // Asks the calling coroutine's cancellation state: the hold ticker and
