@@ -452,8 +452,9 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
 
 bool Exchange::reusable() const {
     const Connection& c = *connection_;
-    // Bytes already read past the end of the message: see quiet().
-    if (failed_ || c.buffer_.size() != 0) return false;
+    // Bytes already read past the end of the message: see quiet(). A body
+    // whose last piece is not decoded yet is partly read.
+    if (failed_ || c.buffer_.size() != 0 || decoding()) return false;
     if (c.whole_) return c.whole_taken_ && c.whole_->keep_alive;
     return c.parser_ && c.parser_->is_done() && c.parser_->keep_alive();
 }
