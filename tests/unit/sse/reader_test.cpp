@@ -665,9 +665,12 @@ TEST_CASE("reader limits: an unterminated last line is held to the limit too") {
 }
 
 TEST_CASE("reader limits: reset() reads a new stream under the same limits") {
+    // Each chunk must outlive the reader's reading of it.
+    const std::string long_x = "data: " + std::string(20, 'x');
+    const std::string long_y = "data: " + std::string(20, 'y') + "\n\n";
     Reader reader;
     reader.set_limits({.line = 16});
-    reader.feed("data: " + std::string(20, 'x'));
+    reader.feed(long_x);
     CHECK(reader.next() == nullptr);
     CHECK(reader.overflow() == Reader::Overflow::line);
     reader.feed("\n\ndata: b\n\n");  // ignored: the reader stopped
@@ -678,7 +681,7 @@ TEST_CASE("reader limits: reset() reads a new stream under the same limits") {
     const Event* e = reader.next();
     REQUIRE(e);
     CHECK(e->raw == "data: b\n\n");
-    reader.feed("data: " + std::string(20, 'y') + "\n\n");
+    reader.feed(long_y);
     CHECK(reader.next() == nullptr);
     CHECK(reader.overflow() == Reader::Overflow::line);
 }
