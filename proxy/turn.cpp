@@ -222,9 +222,12 @@ TurnRun::Failed TurnRun::transport_failure(Fault fault) {
         return f;
     }
     if (fault == Fault::body_too_large) {
+        // A section 8 refusal, as a stream's line or held bytes past their
+        // limits are: recorded `refused`, counted, never retried.
         f.classification = {policy::ErrorClass::network, false, policy::TimeoutSource::none, "response-too-large"};
         f.code = "response_too_large";
         f.message = "the upstream answer is larger than max_response_body_bytes";
+        f.refusal = true;
         return f;
     }
     f.classification = policy::classify(transport_of(fault), plan_.endpoint);
