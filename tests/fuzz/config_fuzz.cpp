@@ -89,7 +89,9 @@ void check_config(const Config& c) {
         for (const Model& model : route.models) {
             MP_FUZZ_CHECK(!model.name.empty() && model.name != "*");
             MP_FUZZ_CHECK_THAT(model_names.insert(model.name).second, "a model name in two routes");
-            MP_FUZZ_CHECK(!model.upstream_model.empty() && !model.accept.empty());
+            // An empty accept is the default rule (the upstream model and its
+            // dated snapshots); `accept: []` itself is refused.
+            MP_FUZZ_CHECK(!model.upstream_model.empty());
             const ModelMatch match = find_model(c, model.name);
             MP_FUZZ_CHECK(match.route == &route && match.model == &model);
         }
