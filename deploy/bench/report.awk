@@ -3,7 +3,7 @@
 # line per target.
 #
 # Input: one sample per line, tab-separated: repeat, target (direct | nginx |
-# modelproxy), metric, value. A form with no sample at all (run
+# modelproxy | haproxy), metric, value. A form with no sample at all (run
 # --only) prints no table and no verdict. Metrics:
 #   rps         requests/s at 64 connections (non-stream chat completion)
 #   cpu_req     the proxy's CPU µs per request over that run
@@ -33,7 +33,7 @@
 # A metric with no sample (the direct target has no proxy process) prints "-".
 BEGIN {
     FS = "\t"; ntargets = split("direct nginx modelproxy", targets, " ")
-    nstargets = split("direct nginx modelproxy", stargets, " ")
+    nstargets = split("direct nginx modelproxy haproxy", stargets, " ")
 }
 
 function add(r, t, m, x,    key) {
