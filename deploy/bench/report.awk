@@ -30,6 +30,8 @@
 #     st_load     the load side's CPU (client and paced upstream), % of its core
 #     st_late99   p99 µs the paced upstream wrote behind its schedule
 #     st_streams, st_seconds  the form's size: streams at once, seconds each
+#   probe_p99, probe_max  (target machine) µs a 1 ms sleeper on the proxy's
+#               idle core woke late: the machine's own share of any delay
 # A metric with no sample (the direct target has no proxy process) prints "-".
 BEGIN {
     FS = "\t"; ntargets = split("direct nginx modelproxy", targets, " ")
@@ -44,7 +46,7 @@ $3 ~ /_slice$/ { k = $1 SUBSEP $2 SUBSEP substr($3, 1, 3); sn[k]++; sv[k, sn[k]]
 {
     add($1 + 0, $2, $3, $4 + 0); if ($3 == "errors") errors[$2] += $4
     if ($3 == "st_lost" || $3 == "st_failed" || $3 == "st_disorder") total[$2, $3] += $4
-    if ($3 ~ /^st_/) has_streams = 1
+    if ($3 ~ /^(st|probe)_/) has_streams = 1
     else if ($3 ~ /^(rps|cpu_req|hs)_/) has_tls = 1
     else if ($3 != "errors") has_plain = 1
 }
@@ -186,6 +188,11 @@ END {
         print ""
         print "modelproxy over nginx in each round, long streams: CPU per event " per_round("st_cpu") "; RSS per open stream " per_round("st_rss")
         print ""
+        if (n["machine" SUBSEP "probe_max"]) {
+            printf "The machine alone, a 1 ms sleep on the proxy's idle core before each round's streams: woke late p99 %s µs, at most %s µs (max over rounds %s): a delay up to that is the machine's, whichever proxy it passed.\n",
+                med("machine", "probe_p99", 0), med("machine", "probe_max", 0), fmt(hi("machine" SUBSEP "probe_max"), 0)
+            print ""
+        }
     }
     m = "modelproxy"; g = "nginx"
     if (has_plain) {

@@ -6,6 +6,7 @@
 //
 //   streams upstream PORT [--rate R] [--seconds S]
 //   streams client HOST PORT COUNT [--rate R] [--seconds S] [--ramp S] [--path P]
+//   streams probe SECONDS
 //
 // upstream: an HTTP/1.1 server on 127.0.0.1:PORT. Every request (any method
 // and path; a body is read by its Content-Length and ignored, a chunked one is
@@ -64,6 +65,13 @@
 // The first few failures are described on stderr. Exit 0 when every stream is
 // ok, 1 otherwise (the summary line is printed either way). A stream not done
 // 30 s after the last one's due end is failed as a timeout.
+//
+// probe: what the machine alone does to a delay. It sleeps 1 ms at a time
+// for SECONDS (a timerfd, as the upstream's ticks) and prints how late it
+// woke: `probe wakeups=N late_p50_us=… late_p99_us=… late_max_us=…
+// over_1ms=…`. On an idle core a late wakeup is the machine's own (a virtual
+// CPU the host did not run, an interrupt storm), which every event through a
+// proxy on that core suffers as well.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -980,6 +988,34 @@ private:
     Histogram delay_;
 };
 
+int probe(double seconds) {
+    const int timer = ::timerfd_create(CLOCK_MONOTONIC, 0);
+    const Nanos period = 1000000, start = now_ns(), end = start + static_cast<Nanos>(seconds * 1e9);
+    itimerspec spec{};
+    spec.it_interval.tv_nsec = period;
+    spec.it_value.tv_sec = (start + period) / 1000000000;
+    spec.it_value.tv_nsec = (start + period) % 1000000000;
+    ::timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr);
+    Histogram late;
+    std::uint64_t over = 0;
+    Nanos due = start + period;
+    for (Nanos now = start; now < end;) {
+        std::uint64_t expirations = 0;
+        if (::read(timer, &expirations, sizeof expirations) != sizeof expirations) return 1;
+        now = now_ns();
+        // The lateness of the first expiration this read covers; those the
+        // stall swallowed whole are not counted again.
+        const std::int64_t us = (now - due) / 1000;
+        late.add(us);
+        over += us > 1000;
+        due += static_cast<Nanos>(expirations) * period;
+    }
+    std::printf("probe wakeups=%" PRIu64 " late_p50_us=%" PRId64 " late_p99_us=%" PRId64 " late_max_us=%" PRId64
+                " over_1ms=%" PRIu64 "\n",
+                late.count(), late.quantile(0.5), late.quantile(0.99), late.max(), over);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1005,8 +1041,10 @@ int main(int argc, char** argv) {
                       static_cast<Nanos>(1e9 / o.rate), static_cast<Nanos>(ramp * 1e9), o.path);
         return client.run();
     }
+    if (mode == "probe" && argc == 3 && std::atof(argv[2]) > 0) return probe(std::atof(argv[2]));
     std::fprintf(stderr,
                  "usage: streams upstream PORT [--rate R] [--seconds S]\n"
-                 "       streams client HOST PORT COUNT [--rate R] [--seconds S] [--ramp S] [--path P]\n");
+                 "       streams client HOST PORT COUNT [--rate R] [--seconds S] [--ramp S] [--path P]\n"
+                 "       streams probe SECONDS\n");
     return 2;
 }
