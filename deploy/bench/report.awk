@@ -29,6 +29,8 @@
 #                 failed, events out of sequence (all must be 0)
 #     st_load     the load side's CPU (client and paced upstream), % of its core
 #     st_late99   p99 µs the paced upstream wrote behind its schedule
+#     st_waited   ms the proxy's threads waited, runnable, for their core over
+#                 the run (/proc schedstat): what neighbours took from it
 #     st_streams, st_seconds  the form's size: streams at once, seconds each
 #   probe_p99, probe_max  (target machine) µs a 1 ms sleeper on the proxy's
 #               idle core woke late: the machine's own share of any delay
@@ -177,13 +179,14 @@ END {
         print ""
         print "Spread over the repeats (min-max):"
         print ""
-        print "| target | RSS KiB / open stream | CPU µs / event | delay p50 µs | delay p99 µs | delay max µs | events out of sequence |"
-        print "| --- | --- | --- | --- | --- | --- | --- |"
+        print "| target | RSS KiB / open stream | CPU µs / event | delay p50 µs | delay p99 µs | delay max µs | events out of sequence | proxy waited for its core, ms per run |"
+        print "| --- | --- | --- | --- | --- | --- | --- | --- |"
         for (i = 1; i <= nstargets; i++) {
             t = stargets[i]
             if (!n[t SUBSEP "st_p99"]) continue
-            printf "| %s | %s | %s | %s | %s | %s | %d |\n", t, spread(t, "st_rss", 2), spread(t, "st_cpu", 2),
-                spread(t, "st_p50", 0), spread(t, "st_p99", 0), spread(t, "st_max", 0), total[t, "st_disorder"]
+            printf "| %s | %s | %s | %s | %s | %s | %d | %s |\n", t, spread(t, "st_rss", 2), spread(t, "st_cpu", 2),
+                spread(t, "st_p50", 0), spread(t, "st_p99", 0), spread(t, "st_max", 0), total[t, "st_disorder"],
+                spread(t, "st_waited", 0)
         }
         print ""
         print "modelproxy over nginx in each round, long streams: CPU per event " per_round("st_cpu") "; RSS per open stream " per_round("st_rss")
