@@ -250,7 +250,7 @@ END {
             if (n[t SUBSEP "st_late99"] && hi(t SUBSEP "st_late99") > late) late = hi(t SUBSEP "st_late99")
         }
         if (load > 80 || late > 1000)
-            printf "- WARNING: the load side fell behind (its core up to %.0f%% busy, the upstream's writes p99 up to %d µs late): that share of the delays is every target's\n", load, late
+            printf "- WARNING: the load side's core was busy (up to %.0f%%, the upstream's writes p99 up to %d µs behind schedule): the client there may have read events late too, in every target's delays\n", load, late
     }
     if (errors[m] + errors[g] + errors["direct"] > 0)
         print "- WARNING: some requests failed (see the failed requests column); their runs' figures are suspect"
