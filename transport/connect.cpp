@@ -2,11 +2,12 @@
 // share, and the resolve, connect and handshake of each new one. What is
 // done on a connection once made is upstream.cpp's.
 #include "transport/reactor_flag.hpp"
+#include "transport/read_timer.hpp"
+#include "transport/tls_io.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
@@ -71,39 +72,60 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
         co_return result;
     }
     stream.socket().set_option(tcp::no_delay(true));
+    // The bare socket from here on: its reads and writes are bounded by the
+    // connection's ReadTimer, not Beast's per-operation timer.
+    stream.expires_never();
+    Socket socket = stream.release_socket();
+    socket.non_blocking(true);  // for write_now and OpenSSL's own reads and writes; async ops are unaffected
 
     if (!target.tls) {
-        stream.expires_never();
-        stream.socket().non_blocking(true);  // for write_now; async ops are unaffected
         // Each answer read then says whether it left the socket empty
         // (Exchange::read_head, reactor_flag.hpp).
-        reactor_flag::report_rest(stream.socket());
-        result.connection = std::make_unique<Connection>(std::move(stream));
+        reactor_flag::report_rest(socket);
+        result.connection = std::make_unique<Connection>(std::move(socket), nullptr);
         co_return result;
     }
 
-    Connection::Secure secure(std::move(stream), *target.tls);
-    SSL* ssl = secure.native_handle();
+    tls::SslPtr ssl = tls::make_client(target.tls->native_handle(), socket);
+    if (!ssl) {
+        result.fault = Fault::connect_reset;
+        result.detail = "cannot make a TLS connection to " + up.host;
+        co_return result;
+    }
     boost::system::error_code aec;
     asio::ip::make_address(up.host, aec);
     if (aec) {
         // A name: send it as SNI and require it in the certificate.
-        SSL_set_tlsext_host_name(ssl, up.host.c_str());
-        X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl), up.host.c_str(), 0);
+        SSL_set_tlsext_host_name(ssl.get(), up.host.c_str());
+        X509_VERIFY_PARAM_set1_host(SSL_get0_param(ssl.get()), up.host.c_str(), 0);
     } else {
         // An IP literal: no SNI (RFC 6066 forbids it); require an IP SAN.
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), up.host.c_str());
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), up.host.c_str());
     }
-    beast::get_lowest_layer(secure).expires_at(limit);
-    auto [hec] = co_await secure.async_handshake(asio::ssl::stream_base::client, use_tuple);
+    // The handshake, bounded by what is left of the connect limit.
+    boost::system::error_code hec;
+    bool cut = false;
+    {
+        ReadTimer bound(socket);
+        bound.arm_at(limit);
+        for (;;) {
+            const tls::Step step = tls::handshake(ssl.get(), hec);
+            if (step == tls::Step::done || step == tls::Step::failed) break;
+            auto [wait_ec] = co_await socket.async_wait(tls::wait_for(step), use_tuple);
+            if (wait_ec) {
+                hec = wait_ec;
+                break;
+            }
+        }
+        cut = bound.disarm();
+    }
     if (hec) {
-        long verify = SSL_get_verify_result(ssl);
-        if (hec == beast::error::timeout) {
+        const long verify = SSL_get_verify_result(ssl.get());
+        if (cut && hec == asio::error::operation_aborted) {
             result.fault = timeout_fault;
         } else if (verify != X509_V_OK) {
             result.fault = Fault::tls_verify_failed;
-            result.detail = "TLS verification of " + up.host + " failed: " +
-                            X509_verify_cert_error_string(verify);
+            result.detail = "TLS verification of " + up.host + " failed: " + X509_verify_cert_error_string(verify);
             co_return result;
         } else {
             result.fault = Fault::connect_reset;
@@ -111,8 +133,7 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
         result.detail = "TLS handshake with " + up.host + " failed: " + hec.message();
         co_return result;
     }
-    beast::get_lowest_layer(secure).expires_never();
-    result.connection = std::make_unique<Connection>(std::move(secure));
+    result.connection = std::make_unique<Connection>(std::move(socket), std::move(ssl));
     co_return result;
 }
 

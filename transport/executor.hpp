@@ -25,7 +25,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/basic_stream.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <chrono>
 
@@ -47,8 +46,8 @@ using Acceptor = boost::asio::basic_socket_acceptor<boost::asio::ip::tcp, Execut
 using Resolver = boost::asio::ip::basic_resolver<boost::asio::ip::tcp, Executor>;
 using Timer = boost::asio::basic_waitable_timer<std::chrono::steady_clock,
                                                 boost::asio::wait_traits<std::chrono::steady_clock>, Executor>;
-// An upstream connection's stream: Beast's timeouts over a Socket, and TLS over that.
+// A connect in progress: Beast's timeout over a Socket (transport::connect
+// releases the socket once it is connected; TLS is tls_io.hpp's).
 using TcpStream = boost::beast::basic_stream<boost::asio::ip::tcp, Executor>;
-using TlsStream = boost::beast::ssl_stream<TcpStream>;
 
 }  // namespace modelproxy::transport

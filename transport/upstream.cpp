@@ -5,16 +5,15 @@
 #include "transport/reactor_flag.hpp"
 #include "transport/write_now.hpp"
 
-#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace modelproxy::transport {
@@ -41,7 +40,9 @@ bool is_drop(const boost::system::error_code& ec) {
 // find nothing, one system call fewer per request (issue 7).
 bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
-    Socket& socket = c.tcp().socket();
+    // Bytes OpenSSL already read from the socket count as bytes waiting.
+    if (!c.is_plain() && tls::holds_input(c.ssl())) return false;
+    Socket& socket = c.socket();
     // The answer's last read left the socket empty with no FIN behind it
     // (Exchange::read_head), and epoll has reported nothing since: no peek.
     if (c.is_plain() && !reactor_flag::read_may_find_bytes(socket)) return true;
@@ -96,31 +97,18 @@ constexpr std::size_t decode_step_bytes = 65536;
 // connection, README "Hostile upstreams").
 constexpr std::size_t head_limit_bytes = 64 * 1024;
 
-Connection::Connection(Plain plain)
-    : stream_(std::move(plain)), id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {
-    buffer_.reserve(read_buffer_bytes);
-    read_timer_.emplace(std::get<Plain>(stream_).socket());
-}
-
-Connection::Connection(Secure secure)
-    : stream_(std::move(secure)), id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {
+Connection::Connection(Socket socket, tls::SslPtr ssl)
+    : socket_(std::move(socket)),
+      ssl_(std::move(ssl)),
+      read_timer_(socket_),
+      id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {
     buffer_.reserve(read_buffer_bytes);
 }
 
-TcpStream& Connection::tcp() {
-    return std::visit([](auto& s) -> TcpStream& { return beast::get_lowest_layer(s); }, stream_);
-}
-
-void Connection::bound_read(Clock::time_point until) {
-    if (read_timer_) {
-        read_timer_->arm_at(until);
-    } else {
-        tcp().expires_at(until);
-    }
-}
+void Connection::bound_read(Clock::time_point until) { read_timer_.arm_at(until); }
 
 boost::system::error_code Connection::end_read(boost::system::error_code ec) {
-    const bool cut = read_timer_ && read_timer_->disarm();
+    const bool cut = read_timer_.disarm();
     return cut && ec == asio::error::operation_aborted ? beast::error::timeout : ec;
 }
 
@@ -145,7 +133,10 @@ void Pool::give_back(std::unique_ptr<Connection> connection, Clock::time_point n
 Exchange::Exchange(Connection& connection) : connection_(&connection) {}
 
 Exchange::Exchange(Exchange&& other) noexcept
-    : connection_(std::exchange(other.connection_, nullptr)), failed_(other.failed_), no_body_(other.no_body_) {}
+    : connection_(std::exchange(other.connection_, nullptr)),
+      tls_want_(other.tls_want_),
+      failed_(other.failed_),
+      no_body_(other.no_body_) {}
 
 Exchange::~Exchange() { end(); }
 
@@ -153,6 +144,7 @@ Exchange& Exchange::operator=(Exchange&& other) noexcept {
     if (this != &other) {
         end();
         connection_ = std::exchange(other.connection_, nullptr);
+        tls_want_ = other.tls_want_;
         failed_ = other.failed_;
         no_body_ = other.no_body_;
     }
@@ -182,42 +174,78 @@ Fault Exchange::send_fault(const boost::system::error_code& ec) {
 
 std::optional<Fault> Exchange::send_at_once(std::string_view head, std::string_view body, std::size_t& taken) {
     taken = 0;
-    auto* plain = std::get_if<Connection::Plain>(&connection_->stream_);
-    if (!plain) return std::nullopt;
+    Connection& c = *connection_;
+    if (!c.is_plain()) {
+        boost::system::error_code ec;
+        const tls::Step step = send_tls(head, body, taken, ec);
+        if (step == tls::Step::done) return Fault::none;
+        if (step == tls::Step::failed) return send_fault(ec);
+        return std::nullopt;
+    }
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
-    if (auto settled = write_at_once(plain->socket(), buffers, taken)) return send_fault(settled->first);
+    if (auto settled = write_at_once(c.socket(), buffers, taken)) return send_fault(settled->first);
     return std::nullopt;
+}
+
+tls::Step Exchange::send_tls(std::string_view head, std::string_view body, std::size_t& taken,
+                             boost::system::error_code& ec) {
+    Connection& c = *connection_;
+    const std::size_t total = head.size() + body.size();
+    // One record for a request that fits one (most): one encryption, one
+    // send. The copy is made again on each call that starts from the first
+    // byte, so a wait for the socket finds it as it was.
+    constexpr std::size_t record_bytes = 16384;
+    static_assert(record_bytes <= sizeof(c.body_buffer_));
+    const bool joined = total <= record_bytes;
+    if (joined && taken == 0) {
+        std::memcpy(c.body_buffer_.data(), head.data(), head.size());
+        std::memcpy(c.body_buffer_.data() + head.size(), body.data(), body.size());
+    }
+    while (taken < total) {
+        const std::string_view rest = joined             ? std::string_view(c.body_buffer_.data() + taken, total - taken)
+                                      : taken < head.size() ? head.substr(taken)
+                                                            : body.substr(taken - head.size());
+        std::size_t n = 0;
+        const tls::Step step = tls::write(c.ssl(), rest.data(), rest.size(), n, ec);
+        if (step != tls::Step::done) {
+            tls_want_ = step;
+            return step;
+        }
+        taken += n;
+    }
+    return tls::Step::done;
 }
 
 Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, std::size_t taken,
                                 Clock::time_point deadline) {
     Connection& c = *connection_;
-    // The stream's expiry bounds the wait.
-    c.tcp().expires_at(deadline);
+    const std::size_t total = head.size() + body.size();
+    c.bound_read(deadline);
     boost::system::error_code ec;
     std::size_t written = 0;
-    if (auto* plain = std::get_if<Connection::Plain>(&c.stream_)) {
+    if (c.is_plain()) {
         std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
-        auto [wec, n] = co_await write_rest(*plain, buffers, taken);
+        auto [wec, n] = co_await write_rest(c.socket(), buffers, taken);
         ec = wec;
         written = n;
     } else {
-        // Not a two-buffer std::array here: Asio writes one of those by
-        // handing the stream {rest of the head, rest of the body}, which is
-        // {empty, body} once the head is out; Beast's TLS stream coalesces
-        // at most 16 KiB and otherwise writes only the first buffer, so it
-        // wrote 0 bytes, and a write of 0 bytes ends async_write: a body
-        // over 16 KiB was never sent, and the upstream waited for it. Asio's
-        // general buffer sequence skips empty buffers.
-        const auto buffers = beast::buffers_cat(asio::buffer(head), asio::buffer(body));
-        auto [wec, n] = co_await asio::async_write(std::get<Connection::Secure>(c.stream_), buffers, use_tuple);
-        ec = wec;
-        written = n;
+        // send_at_once stopped at a step that waits: wait, and go on.
+        for (tls::Step step = tls_want_; step != tls::Step::done;) {
+            auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+            if (wait_ec) {
+                ec = wait_ec;
+                break;
+            }
+            step = send_tls(head, body, taken, ec);
+            if (step == tls::Step::failed) break;
+        }
+        written = taken;
     }
-    // A write that ends short without an error (a layer that wrote nothing)
-    // sent part of the request: the upstream would read the next request as
-    // the rest of this one. The connection is not reused.
-    if (!ec && written != head.size() + body.size()) ec = asio::error::broken_pipe;
+    ec = c.end_read(ec);
+    // A write that ends short without an error sent part of the request:
+    // the upstream would read the next request as the rest of this one.
+    // The connection is not reused.
+    if (!ec && written != total) ec = asio::error::broken_pipe;
     co_return send_fault(ec);
 }
 
@@ -262,7 +290,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
                 // the flag clear the read waits for readiness first; a read
                 // that finds nothing clears it: no byte, no FIN (that reads
                 // as the end) and no reset (an error) is there.
-                Socket& socket = c.tcp().socket();
+                Socket& socket = c.socket();
                 for (;;) {
                     rest = -1;
                     if (!reactor_flag::read_may_find_bytes(socket)) {
@@ -277,11 +305,25 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
                     reactor_flag::note_drained(socket);
                 }
             } else {
-                auto [secure_ec, got] = co_await c.read_visit([&](auto& stream) {
-                    return stream.async_read_some(buffer.prepare(room), use_tuple);
-                });
-                result = secure_ec;
-                n = got;
+                // What OpenSSL has, or after a wait for the socket. Right
+                // after the request went out the answer is not there yet:
+                // the first read waits for it instead of finding the socket
+                // empty (one read() fewer), unless OpenSSL holds bytes.
+                const auto space = buffer.prepare(room);
+                bool wait_first = buffer.size() == 0 && !parser.got_some() && !tls::holds_input(c.ssl());
+                for (;;) {
+                    tls::Step step = tls::Step::want_read;
+                    if (!wait_first) {
+                        step = tls::read(c.ssl(), space.data(), space.size(), n, result);
+                        if (step == tls::Step::done || step == tls::Step::failed) break;
+                    }
+                    wait_first = false;
+                    auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+                    if (wait_ec) {
+                        result = wait_ec;
+                        break;
+                    }
+                }
             }
             boost::system::error_code read_ec = c.end_read(result);
             buffer.commit(n);
@@ -320,7 +362,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     // is not in `rest`: a read of more of this body first sets the flag
     // again (read_body), and the next request's send on a pooled connection
     // fails on it, which a reused connection turns into a free resend.
-    if (rest == 0) reactor_flag::note_drained(c.tcp().socket());
+    if (rest == 0) reactor_flag::note_drained(c.socket());
     c.fields_ = scan_response(c.head_);
     auto coding = trim(c.fields_.content_encoding.value_or(""));
     if (coding.empty() || policy::iequals(coding, "identity")) {
@@ -437,15 +479,43 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
                                 Fault on_timeout) {
     Connection& c = *connection_;
     ResponseParser& parser = *c.parser_;
-    // read_head may have cleared the flag after the head's read left
-    // nothing; a reset that came with those bytes is not in that report, so
-    // this read tries recv() first (reactor_flag.hpp).
-    if (c.is_plain()) reactor_flag::note_unknown(c.tcp().socket());
     c.bound_read(until);
-    auto [result, n] = co_await c.read_visit([&](auto& stream) {
-        return http::async_read_some(stream, c.buffer(), parser, use_tuple);
-    });
-    boost::system::error_code ec = c.end_read(result);
+    boost::system::error_code ec;
+    if (c.is_plain()) {
+        // read_head may have cleared the flag after the head's read left
+        // nothing; a reset that came with those bytes is not in that report, so
+        // this read tries recv() first (reactor_flag.hpp).
+        reactor_flag::note_unknown(c.socket());
+        auto [result, n] = co_await http::async_read_some(c.socket(), c.buffer(), parser, use_tuple);
+        ec = result;
+    } else {
+        // As Beast's read_some over the TLS connection: read, then parse,
+        // until the parser gives body bytes, the message ends or fails.
+        beast::flat_buffer& buffer = c.buffer();
+        for (;;) {
+            const std::size_t room = std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, read_buffer_bytes);
+            const auto space = buffer.prepare(room);
+            std::size_t n = 0;
+            const tls::Step step = tls::read(c.ssl(), space.data(), space.size(), n, ec);
+            if (step == tls::Step::want_read || step == tls::Step::want_write) {
+                auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+                if (wait_ec) {
+                    ec = wait_ec;
+                    break;
+                }
+                continue;
+            }
+            if (ec == asio::error::eof) {
+                ec = {};
+                parser.put_eof(ec);  // a close-delimited body ends here; any other is cut short
+                break;
+            }
+            if (ec) break;
+            buffer.commit(n);
+            if (put_buffered(parser, buffer, ec)) break;
+        }
+    }
+    ec = c.end_read(ec);
     if (ec == http::error::need_buffer) ec = {};
     co_return take_piece(ec, out, piece, done, on_timeout);
 }

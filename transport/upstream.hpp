@@ -17,6 +17,7 @@
 #include "transport/piece_body.hpp"
 #include "transport/read_timer.hpp"
 #include "transport/recycling.hpp"
+#include "transport/tls_io.hpp"
 #include "transport/whole_answer.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -75,30 +76,21 @@ std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls);
 using ResponseParser = AnswerParser;
 using ResponseHeader = AnswerHead;
 
-// One upstream connection. Not copyable; owned by a unique_ptr.
+// One upstream connection: plain TCP, or TLS over the same socket
+// (tls_io.hpp). Not copyable; owned by a unique_ptr, never moved (its read
+// timer refers to its socket).
 class Connection {
 public:
-    using Plain = TcpStream;
-    using Secure = TlsStream;
+    // `socket` connected and non-blocking; `ssl` null for plain TCP, else
+    // its handshake done.
+    Connection(Socket socket, tls::SslPtr ssl);
 
-    Connection(Plain plain);
-    Connection(Secure secure);
-
-    TcpStream& tcp();
-    bool is_plain() const { return std::holds_alternative<Plain>(stream_); }
-    template <class F>
-    decltype(auto) visit(F&& f) { return std::visit(std::forward<F>(f), stream_); }
-    // f(stream) for the reads of an answer: the bare socket for plain TCP
-    // (its bound is read_timer_, not Beast's per-read timer), the TLS stream
-    // otherwise. Both give the same awaitable type.
-    template <class F>
-    auto read_visit(F&& f) {
-        if (auto* plain = std::get_if<Plain>(&stream_)) return f(plain->socket());
-        return f(std::get<Secure>(stream_));
-    }
-    // Bounds the next read (read_visit) by `until`. After it, end_read(ec)
-    // stops the bound and gives the read's error, beast::error::timeout when
-    // the bound cut it (as Beast's TLS stream reports it itself).
+    Socket& socket() { return socket_; }
+    bool is_plain() const { return !ssl_; }
+    SSL* ssl() const { return ssl_.get(); }
+    // Bounds the next read or write on the socket by `until`. After it,
+    // end_read(ec) stops the bound and gives the operation's error,
+    // beast::error::timeout when the bound cut it.
     void bound_read(Clock::time_point until);
     boost::system::error_code end_read(boost::system::error_code ec);
 
@@ -115,8 +107,9 @@ public:
 
 private:
     friend class Exchange;
-    std::variant<Plain, Secure> stream_;
-    std::optional<ReadTimer> read_timer_;  // plain TCP only; after stream_, so destroyed first
+    Socket socket_;
+    tls::SslPtr ssl_;        // after socket_: freed before the descriptor closes
+    ReadTimer read_timer_;   // after socket_, which it refers to: destroyed first
     beast::flat_buffer buffer_;
     std::array<char, 65536> body_buffer_;
     // The state of the Exchange in progress, kept here because a connection
@@ -187,11 +180,12 @@ public:
     void expect_no_body();
 
     // Writes `head` (the serialized request head) then `body`, in two steps.
-    // send_at_once, a non-blocking send on a plain connection
-    // (write_now.hpp), returns the fault (none when all was sent) when that
-    // settled it, and nullopt when the rest must wait: send_rest then writes
-    // what is left after the `taken` bytes, bounded by `deadline`. A TLS
-    // connection always goes to send_rest.
+    // send_at_once, a non-blocking send (write_now.hpp; on TLS, records
+    // written while the socket takes them), returns the fault (none when
+    // all was sent) when that settled it, and nullopt when the rest must
+    // wait: send_rest then writes what is left after the `taken` bytes,
+    // bounded by `deadline`. On TLS a head and body of at most one record
+    // (16 KiB) go out as one record, copied together into body_buffer().
     std::optional<Fault> send_at_once(std::string_view head, std::string_view body, std::size_t& taken);
     Task<Fault> send_rest(std::string_view head, std::string_view body, std::size_t taken,
                           Clock::time_point deadline);
@@ -260,7 +254,13 @@ private:
     // `piece`), so that the caller's limits see them before more are decoded.
     Fault decode_step(std::string& out, std::string_view* piece);
     void end();
+    // TLS: writes what is left of head + body after `taken` bytes while the
+    // socket takes it; the step it stopped at (done, failed with `ec`, or
+    // what to wait for).
+    tls::Step send_tls(std::string_view head, std::string_view body, std::size_t& taken,
+                       boost::system::error_code& ec);
     Connection* connection_;  // null once moved from
+    tls::Step tls_want_ = tls::Step::want_write;  // what send_tls last waited for
     bool failed_ = false;
     bool no_body_ = false;
 };
