@@ -5,6 +5,7 @@
 #include "proxy/request_rules.hpp"
 #include "proxy/response_head.hpp"
 #include "transport/field_scan.hpp"
+#include "transport/request_parser.hpp"
 
 #include <atomic>
 #include <optional>
@@ -12,6 +13,10 @@
 #include <string_view>
 
 namespace modelproxy::proxy {
+
+// A body read with its declared length can be read in place by the JSON
+// reader (request_rules.hpp).
+static_assert(transport::RequestParser::body_padding >= json_padding);
 
 namespace {
 
@@ -74,7 +79,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     }
 
     const std::string_view content_type = fields.content_type.value_or("");
-    BodyFacts facts = inspect_body(content_type, body);
+    BodyFacts facts = inspect_body(content_type, body, body.capacity());
     RouteDecision decision = decide_route(method, target.path, facts, cfg);
     if (auto* refusal = std::get_if<Refusal>(&decision))
         return Reply::refusal(refusal->error, true, std::move(refusal->message));

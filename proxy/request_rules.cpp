@@ -541,14 +541,24 @@ JsonScratch& json_scratch() {
 
 }  // namespace
 
-JsonBody inspect_json_body(std::string_view body) {
+static_assert(json_padding >= simdjson::SIMDJSON_PADDING);
+
+JsonBody inspect_json_body(std::string_view body, std::size_t readable) {
     JsonScratch& scratch = json_scratch();
-    std::string& padded = scratch.padded;
-    padded.assign(body);
-    padded.resize(body.size() + simdjson::SIMDJSON_PADDING, '\0');
+    // simdjson reads up to SIMDJSON_PADDING bytes past the document (their
+    // values do not matter): in place when the caller's buffer has them.
+    const char* text = body.data();
+    std::size_t room = readable;
+    if (readable < body.size() + json_padding) {
+        std::string& padded = scratch.padded;
+        padded.assign(body);
+        padded.resize(body.size() + json_padding, '\0');
+        text = padded.data();
+        room = padded.size();
+    }
     od::parser& parser = scratch.parser;
     od::document doc;
-    if (parser.iterate(padded.data(), body.size(), padded.size()).get(doc)) return {};
+    if (parser.iterate(text, body.size(), room).get(doc)) return {};
     od::json_type type;
     if (doc.type().get(type)) return {};
 
@@ -574,8 +584,7 @@ JsonBody inspect_json_body(std::string_view body) {
                             !decode_json_string(token.substr(1, token.size() - 2), &out.model_name)) {
                             return {};
                         }
-                        out.model_span = {static_cast<std::size_t>(token.data() - padded.data()),
-                                          token.size()};
+                        out.model_span = {static_cast<std::size_t>(token.data() - text), token.size()};
                         out.model = ModelField::string;
                     } else {
                         out.model = ModelField::not_string;
@@ -692,10 +701,10 @@ const std::string& BodyFacts::model_name() const {
     return none;
 }
 
-BodyFacts inspect_body(std::string_view content_type, std::string_view body) {
+BodyFacts inspect_body(std::string_view content_type, std::string_view body, std::size_t readable) {
     BodyFacts facts;
     facts.kind = body_kind(content_type, body.size());
-    if (facts.kind == BodyKind::json) facts.json = inspect_json_body(body);
+    if (facts.kind == BodyKind::json) facts.json = inspect_json_body(body, readable);
     if (facts.kind == BodyKind::multipart) facts.multipart = multipart_model(content_type, body);
     return facts;
 }

@@ -145,7 +145,13 @@ struct JsonBody {
 // String escapes are checked by grammar only: a lone surrogate escape such as
 // "\ud800" is accepted (JavaScript clients send them; the providers' parsers
 // take them) and decodes to U+FFFD in model_name.
-JsonBody inspect_json_body(std::string_view body);
+// `readable`: how many bytes from body.data() may be read (a string's
+// capacity). With simdjson's padding there past the body, the body is read
+// in place; else a padded copy is made (a large body read with its declared
+// length has the room: transport::RequestParser reserves it).
+JsonBody inspect_json_body(std::string_view body, std::size_t readable = 0);
+// The bytes past a JSON body that reading it in place needs.
+inline constexpr std::size_t json_padding = 64;
 
 // body with the bytes of span replaced by new_model as a JSON string (quoted,
 // escaped); every other byte is unchanged. span must come from
@@ -186,7 +192,7 @@ struct BodyFacts {
     bool wants_stream() const { return kind == BodyKind::json && json.stream; }
 };
 
-BodyFacts inspect_body(std::string_view content_type, std::string_view body);
+BodyFacts inspect_body(std::string_view content_type, std::string_view body, std::size_t readable = 0);
 
 // The body to send upstream: body with the model value replaced by
 // upstream_model (JSON-escaped for JSON, raw bytes for multipart). A body

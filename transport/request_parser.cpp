@@ -35,9 +35,11 @@ void RequestParser::on_field_impl(http::field name, string_view name_string, str
 void RequestParser::on_header_impl(error_code&) {}
 
 // As Beast's string_body reader: room for a declared length at once (the
-// parser's body_limit has already refused one above the limit).
+// parser's body_limit has already refused one above the limit), and
+// body_padding bytes past it, so that the JSON reader reads a large body
+// where it lies instead of a padded copy (proxy/request_rules.hpp).
 void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
-    if (content_length) body_.reserve(static_cast<std::size_t>(*content_length));
+    if (content_length) body_.reserve(static_cast<std::size_t>(*content_length) + body_padding);
 }
 
 std::size_t RequestParser::on_body_impl(string_view body, error_code&) {

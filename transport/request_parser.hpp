@@ -63,6 +63,9 @@ private:
 class RequestParser : public boost::beast::http::basic_parser<true> {
 public:
     using error_code = boost::system::error_code;
+    // Room the body string is given past a declared length (at least the
+    // JSON reader's padding: prepare.cpp checks it).
+    static constexpr std::size_t body_padding = 64;
 
     // Clears `head` and `body`; the request's head goes to `head` and its
     // body is appended to `body` (whose capacity is kept).
