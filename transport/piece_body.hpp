@@ -19,25 +19,45 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string_view>
 
 namespace modelproxy::transport {
 
+// Where a read's body pieces are joined when there are several: its memory
+// is taken when a read first needs it (most answers never do) and kept
+// from then on (a pooled connection serves many answers). An upstream
+// connection holds one (upstream.hpp).
+class SpillBuffer {
+public:
+    explicit SpillBuffer(std::size_t capacity = 65536) : capacity_(capacity) {}
+    std::size_t capacity() const { return capacity_; }
+    // The memory, made on the first call.
+    char* data() {
+        if (!data_) data_ = std::make_unique_for_overwrite<char[]>(capacity_);
+        return data_.get();
+    }
+    // The memory if it was made, else null: no allocation.
+    const char* made() const { return data_.get(); }
+
+private:
+    std::size_t capacity_;
+    std::unique_ptr<char[]> data_;
+};
+
 struct BodyPiece {
     // What this read gave so far: a view into the read buffer, or into
-    // `spill` once a second piece was added.
+    // the spill buffer once a second piece was added.
     std::string_view piece;
-    char* spill = nullptr;
-    std::size_t spill_capacity = 0;
+    SpillBuffer* spill = nullptr;
 
     // Before each read: nothing given yet; pieces after the first go to
-    // `spill`.
-    void start(char* spill_data, std::size_t capacity) {
+    // `spill_buffer`.
+    void start(SpillBuffer& spill_buffer) {
         piece = {};
-        spill = spill_data;
-        spill_capacity = capacity;
+        spill = &spill_buffer;
     }
-    bool in_spill() const { return !piece.empty() && piece.data() == spill; }
+    bool in_spill() const { return !piece.empty() && spill->made() != nullptr && piece.data() == spill->made(); }
 
     // Takes what the parser gives of this read's body; returns how much
     // (need_buffer when the spill buffer is full: the rest next read).
@@ -48,22 +68,25 @@ struct BodyPiece {
             piece = given;
             return given.size();
         }
+        const std::size_t capacity = spill->capacity();
         if (!in_spill()) {
-            if (piece.size() > spill_capacity) {  // cannot join: take this one next read
+            if (piece.size() > capacity) {  // cannot join: take this one next read
                 ec = boost::beast::http::error::need_buffer;
                 return 0;
             }
-            std::memcpy(spill, piece.data(), piece.size());
-            piece = {spill, piece.size()};
+            char* joined = spill->data();
+            std::memcpy(joined, piece.data(), piece.size());
+            piece = {joined, piece.size()};
         }
-        const std::size_t room = spill_capacity - piece.size();
+        const std::size_t room = capacity - piece.size();
         if (room == 0) {
             ec = boost::beast::http::error::need_buffer;
             return 0;
         }
         const std::size_t n = std::min(room, given.size());
-        std::memcpy(spill + piece.size(), given.data(), n);
-        piece = {spill, piece.size() + n};
+        char* joined = spill->data();
+        std::memcpy(joined + piece.size(), given.data(), n);
+        piece = {joined, piece.size() + n};
         return n;
     }
 };

@@ -192,17 +192,19 @@ tls::Step Exchange::send_tls(std::string_view head, std::string_view body, std::
     Connection& c = *connection_;
     const std::size_t total = head.size() + body.size();
     // One record for a request that fits one (most): one encryption, one
-    // send. The copy is made again on each call that starts from the first
-    // byte, so a wait for the socket finds it as it was.
+    // send. The two are joined in the worker's scratch: a record that must
+    // wait for the socket is already encrypted inside OpenSSL, which then
+    // only sends it (one record: nothing of the scratch is read again), and
+    // a call that starts from the first byte copies them again.
     constexpr std::size_t record_bytes = 16384;
-    static_assert(record_bytes <= sizeof(c.body_buffer_));
+    thread_local std::array<char, record_bytes> scratch;
     const bool joined = total <= record_bytes;
     if (joined && taken == 0) {
-        std::memcpy(c.body_buffer_.data(), head.data(), head.size());
-        std::memcpy(c.body_buffer_.data() + head.size(), body.data(), body.size());
+        std::memcpy(scratch.data(), head.data(), head.size());
+        std::memcpy(scratch.data() + head.size(), body.data(), body.size());
     }
     while (taken < total) {
-        const std::string_view rest = joined             ? std::string_view(c.body_buffer_.data() + taken, total - taken)
+        const std::string_view rest = joined             ? std::string_view(scratch.data() + taken, total - taken)
                                       : taken < head.size() ? head.substr(taken)
                                                             : body.substr(taken - head.size());
         std::size_t n = 0;
@@ -415,7 +417,7 @@ std::optional<Fault> Exchange::body_from_buffer(std::string& out, std::string_vi
         done = true;
         return Fault::none;
     }
-    parser.body().start(c.body_buffer().data(), c.body_buffer().size());
+    parser.body().start(c.body_buffer());
     // Bytes already read (with the head, or past the last piece) are parsed
     // without I/O; only when they give nothing must a read wait.
     boost::system::error_code ec;

@@ -97,8 +97,9 @@ public:
     beast::flat_buffer& buffer() { return buffer_; }
     // Where a read's body pieces are joined when there are several (a
     // chunked answer; piece_body.hpp): once per connection rather than once
-    // per attempt (a pooled connection serves many).
-    std::array<char, 65536>& body_buffer() { return body_buffer_; }
+    // per attempt (a pooled connection serves many), and only once needed:
+    // an open stream holds no 64 KiB it never uses.
+    SpillBuffer& body_buffer() { return body_buffer_; }
     bool reused() const { return reused_; }
     void mark_reused() { reused_ = true; }
     Clock::time_point idle_since() const { return idle_since_; }
@@ -111,7 +112,7 @@ private:
     tls::SslPtr ssl_;        // after socket_: freed before the descriptor closes
     ReadTimer read_timer_;   // after socket_, which it refers to: destroyed first
     beast::flat_buffer buffer_;
-    std::array<char, 65536> body_buffer_;
+    SpillBuffer body_buffer_;
     // The state of the Exchange in progress, kept here because a connection
     // carries one exchange at a time: an exchange then costs no allocation
     // (issue 2), and a pooled connection reuses it from answer to answer.
@@ -185,7 +186,8 @@ public:
     // all was sent) when that settled it, and nullopt when the rest must
     // wait: send_rest then writes what is left after the `taken` bytes,
     // bounded by `deadline`. On TLS a head and body of at most one record
-    // (16 KiB) go out as one record, copied together into body_buffer().
+    // (16 KiB) go out as one record, copied together into a scratch of the
+    // worker's.
     std::optional<Fault> send_at_once(std::string_view head, std::string_view body, std::size_t& taken);
     Task<Fault> send_rest(std::string_view head, std::string_view body, std::size_t taken,
                           Clock::time_point deadline);

@@ -83,7 +83,7 @@ void check_answer(std::string_view bytes) {
     }
     tp::AnswerHead beast_head;
     tp::BodyPiece piece;
-    std::array<char, 4096> spill{};
+    tp::SpillBuffer spill{4096};
     tp::AnswerParser parser(beast_head, piece);
     parser.eager(true);
     parser.header_limit(static_cast<std::uint32_t>(header_limit));
@@ -92,7 +92,7 @@ void check_answer(std::string_view bytes) {
     boost::system::error_code ec;
     std::size_t used = 0;
     while (!parser.is_done()) {
-        piece.start(spill.data(), spill.size());
+        piece.start(spill);
         const std::size_t n = parser.put(boost::asio::buffer(bytes.data() + used, bytes.size() - used), ec);
         if (ec == boost::beast::http::error::need_buffer) ec = {};
         MP_FUZZ_CHECK_THAT(!ec, "Beast refuses an answer the one-pass reader took");

@@ -39,14 +39,14 @@ struct BeastResult {
 BeastResult beast_parse(std::string_view bytes) {
     BeastResult r;
     tp::BodyPiece piece;
-    std::array<char, 4096> spill{};
+    tp::SpillBuffer spill{4096};
     tp::AnswerParser parser(r.head, piece);
     parser.eager(true);
     parser.header_limit(static_cast<std::uint32_t>(head_limit));
     parser.body_limit(boost::none);
     boost::system::error_code ec;
     while (!parser.is_done()) {
-        piece.start(spill.data(), spill.size());
+        piece.start(spill);
         const std::size_t n = parser.put(boost::asio::buffer(bytes.data() + r.used, bytes.size() - r.used), ec);
         if (ec == http::error::need_buffer) ec = {};
         if (ec) return r;
