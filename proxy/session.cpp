@@ -339,6 +339,11 @@ Task<void> Session::run() {
             Reply reply = prepare(worker_.shared(), worker_.runtime(), slot.head, slot.fields, slot.admission,
                                   slot.body, slot.plan);
             if (reply.kind == Reply::Kind::forward) {
+                // A stream may stay open for minutes: its read buffer, empty
+                // unless the client pipelined, goes back to the heap for that
+                // time instead of idling in the slot (the next request reads
+                // into a new one).
+                if (slot.plan.wants_stream && slot.buffer.size() == 0) slot.buffer.shrink_to_fit();
                 stays_open = co_await run_turn(worker_, socket_, slot.plan, cut_);
             } else {
                 stays_open = co_await answer_reply(reply, slot.plan);
