@@ -4,6 +4,7 @@
 // request sent), and a client certificate is presented when configured.
 #include "support/fake_provider.hpp"
 
+#include "support/compress.hpp"
 #include "support/expect.hpp"
 #include "support/http_client.hpp"
 #include "support/json_record.hpp"
@@ -233,4 +234,92 @@ TEST_CASE("request bodies of 16 KiB to 1 MiB reach an https upstream whole, on k
     }
     // Every turn after the first went over the pooled connection.
     CHECK(fake.connections_accepted() == 1);
+}
+
+namespace {
+
+std::string chunk_event(std::string_view delta, std::string_view finish = "null") {
+    return R"(data: {"id":"c1","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":)" +
+           std::string(delta) + R"(,"finish_reason":)" + std::string(finish) + "}]}\n\n";
+}
+const std::string stream_request = R"({"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]})";
+
+}  // namespace
+
+// The ways an answer's body is framed and ended, over TLS as over plain TCP:
+// OpenSSL reads the connection's socket itself, so each end (a chunked
+// stream, a body ended by the upstream's close_notify, one cut without it, a
+// gzip body) must come out as the transport reads it on plain TCP.
+TEST_CASE("over https, a chunked stream of many reads is relayed whole and the connection reused", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    std::vector<std::string> events{chunk_event(R"({"role":"assistant","content":""})")};
+    for (int i = 0; i < 50; ++i) events.push_back(chunk_event(R"({"content":"word "})"));
+    events.push_back(chunk_event("{}", "\"stop\""));
+    events.push_back("data: [DONE]\n\n");
+    fake.push(Script::sse(events, {.delay = 1ms}));
+    fake.push(Script::json(200, chat_answer));
+    ProxyProcess::Options options;
+    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()));
+    options.args = {"--workers", "1"};
+    ProxyProcess proxy(options);
+    proxy.start();
+
+    HttpClient client = proxy.client();
+    const Response r = client.post_json("/v1/chat/completions", stream_request);
+    CAPTURE(r.status, r.error.message());
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    std::string expected;
+    for (const auto& e : events) expected += e;
+    CHECK(r.body == expected);
+    CHECK(client.post_json("/v1/chat/completions", chat_request).status == 200);
+    CHECK(fake.connections_accepted() == 1);
+}
+
+TEST_CASE("over https, a body ended by the upstream's close_notify is whole, one cut without it is a drop",
+          "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    auto proxy = start_proxy(
+        tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 2, base_delay_ms: 1}\n"));
+    SECTION("close-delimited, ended by close_notify: the answer") {
+        fake.push(Script{}.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n" + chat_answer).close());
+        const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+        REQUIRE(r.ok());
+        CHECK(r.status == 200);
+        CHECK(r.body == chat_answer);
+        CHECK(r.header("x-modelproxy-attempts") == "1");
+    }
+    SECTION("a Content-Length body cut by a reset: replayed, and the replay's answer") {
+        fake.push(Script::reset_mid_body("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                         std::to_string(chat_answer.size()) + "\r\n\r\n" + chat_answer.substr(0, 20)));
+        fake.push(Script::json(200, chat_answer));
+        const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+        REQUIRE(r.ok());
+        CHECK(r.status == 200);
+        CHECK(r.body == chat_answer);
+        CHECK(r.header("x-modelproxy-attempts") == "2");
+    }
+    SECTION("a stream cut by a clean close before its end marker, after answer text: the closing error event") {
+        fake.push(Script::sse({chunk_event(R"({"role":"assistant","content":"Hi"})")}, {.end = SseEnd::close}));
+        const Response r = proxy->client().post_json("/v1/chat/completions", stream_request);
+        REQUIRE(r.ok());
+        CHECK(r.status == 200);
+        CHECK_THAT(r.body, Contains("\"stream_incomplete\""));
+        CHECK_THAT(r.body, !Contains("[DONE]"));
+    }
+}
+
+TEST_CASE("over https, a gzip answer is decoded", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    fake.push(Script::response(200, {{"Content-Type", "application/json"}, {"Content-Encoding", "gzip"}},
+                               gzip_compress(chat_answer)));
+    auto proxy = start_proxy(tls_route(fake.base_url("/v1"), ca_only(ca.cert_file())));
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body == chat_answer);
+    CHECK_FALSE(r.header("content-encoding"));
 }
