@@ -246,7 +246,7 @@ TEST_CASE("an answer nobody asked for, sent to an idle pooled connection, never 
 // connection that did not say `Connection: close`: the proxy pools it. The
 // FIN is reported by the answer's read (TCP_INQ) and the pool peeks; the
 // reset is not, so the pool trusts the connection without a peek, and the
-// next request's send fails on it (README, Performance). Either way the next
+// next request's send fails on it (docs/behaviour.md section 4). Either way the next
 // request goes out on a new connection, as its one attempt.
 TEST_CASE("a pooled connection closed or reset right after a whole answer: the next request takes a new one",
           "[hostile]") {

@@ -1,4 +1,4 @@
-// deploy/Dockerfile and deploy/container.yaml (README "Container image"),
+// deploy/Dockerfile and deploy/container.yaml (docs/operations.md "Container image"),
 // checked without a container builder: the stages and bases, the runtime
 // packages against the libraries the built binary really links (ldd, then
 // dpkg -S), the build packages against deploy/setup, the non-root user, and

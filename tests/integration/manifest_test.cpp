@@ -1,4 +1,4 @@
-// deploy/kubernetes/modelproxy-sidecar.yaml (README "Kubernetes sidecar"):
+// deploy/kubernetes/modelproxy-sidecar.yaml (docs/operations.md "Kubernetes sidecar"):
 // the facts that make the sidecar work, checked against the config it ships
 // and the image it names: every document parses; the probes reach /healthz
 // and /readyz where the ConfigMap's config listens (and run, as written,

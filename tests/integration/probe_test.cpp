@@ -1,4 +1,4 @@
-// `modelproxy probe URL` (README "Command line", an addition to SPEC section
+// `modelproxy probe URL` (docs/operations.md "Command line", an addition to SPEC section
 // 2): the container image's HEALTHCHECK and the Kubernetes exec probes. Exit
 // 0 on a 2xx answer, 1 on anything else with one stderr line saying why, 2 on
 // a usage problem; the whole request is bounded by --timeout-ms.

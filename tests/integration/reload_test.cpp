@@ -58,7 +58,7 @@ std::string config(std::initializer_list<std::string> routes, std::string_view p
 //
 // Under ThreadSanitizer (deploy/test's third pass) a signal that lands as an
 // idle worker enters epoll_wait waits there for the worker's next event
-// (README, Reliability), and an idle proxy has none: after half a second
+// (docs/reliability.md), and an idle proxy has none: after half a second
 // without a verdict a request to /healthz is that event. A build without
 // TSan has written its verdict long before; the verdict itself is awaited
 // for the same bound either way.
