@@ -4,7 +4,8 @@
 // Loading never throws: every problem is returned with its key path counted
 // from 0 (`routes[1].retry.max_attempts`) and a reason, all of them, not only
 // the first. Environment variables are read in a separate step
-// (resolve_environment) so that `check` can validate a file without them.
+// (resolve_environment), after the command line's overrides, so that a file
+// can be judged alone (`doctor` reads none).
 #pragma once
 
 #include "policy/retry_config.hpp"

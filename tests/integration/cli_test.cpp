@@ -101,7 +101,6 @@ TEST_CASE("check on a valid file exits 0 and prints nothing on stdout", "[cli]")
     TempDir dir("cli");
     const auto path = dir.write("ok.yaml", one_route(unreachable_upstream, "    retry:\n      max_attempts: 4\n",
                                                      "limits:\n  max_header_bytes: 2048\n"));
-    // check reads no environment: a required key that is unset is no error here.
     const CommandResult r = run_modelproxy({"check", "--config", path.string()});
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
@@ -134,7 +133,7 @@ routes:
 }
 
 // ---------------------------------------------------------------------------
-// Serving: startup refusals
+// Serving: startup refusals (check_serve_test.cpp holds check beside each)
 
 TEST_CASE("serving with an invalid config exits 2 naming the key path", "[cli]") {
     TempDir dir("cli");
