@@ -85,6 +85,16 @@ int check_command(const ServeOptions& options) {
     return 0;
 }
 
+int reference_command() {
+    std::cout << config::reference_document();
+    std::cout.flush();
+    if (!std::cout) {
+        std::cerr << "modelproxy: cannot write the reference to stdout\n";
+        return 1;
+    }
+    return 0;
+}
+
 int doctor_command(const std::string& path, bool json) {
     // The file alone: doctor reads no environment (its report depends on none).
     const LoadedFile file = load_file(path);

@@ -21,6 +21,7 @@ constexpr const char* usage_text =
     "usage: modelproxy [--config FILE] [--listen HOST:PORT] [--workers N] [--log FILE]\n"
     "       modelproxy check --config FILE [--listen HOST:PORT] [--workers N]\n"
     "       modelproxy doctor [--config FILE] [--json]\n"
+    "       modelproxy reference\n"
     "       modelproxy probe URL [--timeout-ms N]\n"
     "       modelproxy --version | --help\n"
     "\n"
@@ -33,6 +34,7 @@ constexpr const char* usage_text =
     "           this environment and the given --listen and --workers: exit 0 when\n"
     "           serving would start, else exit 2 with one line per problem\n"
     "  doctor   print each route's retry envelope (bounds, waits, worst case)\n"
+    "  reference  print the configuration reference (docs/configuration.md)\n"
     "  probe    GET an http:// URL (e.g. http://127.0.0.1:8080/readyz) for health\n"
     "           checks: exit 0 on a 2xx answer, else 1 with one line saying why;\n"
     "           --timeout-ms bounds the whole request (default 2000)\n";
@@ -79,6 +81,10 @@ int run(int argc, char** argv) {
         return 0;
     }
     if (!args.empty() && args[0] == "probe") return probe(args);
+    if (!args.empty() && args[0] == "reference") {
+        if (args.size() > 1) return usage_error("unknown argument " + args[1]);
+        return proxy::reference_command();
+    }
     std::string command = "serve";
     std::size_t i = 0;
     if (!args.empty() && (args[0] == "check" || args[0] == "doctor")) {

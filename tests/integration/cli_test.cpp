@@ -1,6 +1,6 @@
 // The command line (SPEC sections 2, 3, 10 and 12) of the real binary:
-// --version, --help, usage errors, `check`, startup refusals, where records
-// go, and that stdout carries nothing but JSON lines.
+// --version, --help, usage errors, `check`, `reference`, startup refusals,
+// where records go, and that stdout carries nothing but JSON lines.
 #include "support/proxy_process.hpp"
 
 #include "support/fake_provider.hpp"
@@ -130,6 +130,28 @@ routes:
     CHECK(lines_containing(err, "limits.max_header_bytes") == 1);
     CHECK(lines_containing(err, "routes[0].dialekt") == 1);
     CHECK(lines_containing(err, "routes[0].retry.max_attempts") == 1);
+}
+
+// ---------------------------------------------------------------------------
+// reference
+
+TEST_CASE("modelproxy reference prints docs/configuration.md whole, exit 0", "[cli]") {
+    const CommandResult r = run_modelproxy({"reference"});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    // The file states the command that regenerates it.
+    CHECK_THAT(r.out, Contains("build/modelproxy reference > docs/configuration.md"));
+    CHECK(r.out == read_file(source_dir() / "docs" / "configuration.md"));
+    CHECK_THAT(run_modelproxy({"--help"}).out, Contains("reference"));
+}
+
+TEST_CASE("reference takes no arguments: exit 2, stdout empty", "[cli]") {
+    const CommandResult r = run_modelproxy({"reference", "--config", "x.yaml"}, {}, bound);
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Contains("--config"));
 }
 
 // ---------------------------------------------------------------------------
