@@ -14,7 +14,7 @@ namespace mc = modelproxy::config;
 namespace {
 
 std::string read_reference() {
-    const auto path = std::filesystem::path(__FILE__).parent_path() / "../../../docs/configuration.md";
+    const auto path = std::filesystem::path(MODELPROXY_SOURCE_DIR) / "docs" / "configuration.md";
     std::ifstream file(path);
     INFO("reading " << path.string());
     REQUIRE(file.good());
