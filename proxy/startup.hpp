@@ -44,11 +44,11 @@ struct Prepared {
 
 // Reads and validates options.config_path, applies --listen and --workers,
 // reads the environment through `getenv` (api_key_env, clients.tokens_env,
-// SPEC section 12's open-listener rule), builds the runtime (TLS files,
-// Vectorscan's compile of every credential pattern) and, at startup,
-// resolves the listen host. `running`: the config in force when this is a
-// reload, whose listen address and workers are kept; nullptr at startup and
-// for `check`.
+// the open-listener rule of docs/behaviour.md section 12), builds the
+// runtime (TLS files, Vectorscan's compile of every credential pattern) and,
+// at startup, resolves the listen host. `running`: the config in force when
+// this is a reload, whose listen address and workers are kept; nullptr at
+// startup and for `check`.
 Prepared prepare(const ServeOptions& options, const config::Config* running, const config::Getenv& getenv);
 
 // Writes each line to stderr as "modelproxy: LINE"; a Prepared's notices,
