@@ -4,7 +4,8 @@
 // Loading never throws: every problem is returned with its key path counted
 // from 0 (`routes[1].retry.max_attempts`) and a reason, all of them, not only
 // the first. Environment variables are read in a separate step
-// (resolve_environment) so that `check` can validate a file without them.
+// (resolve_environment), after the command line's overrides, so that a file
+// can be judged alone (`doctor` reads none).
 #pragma once
 
 #include "policy/retry_config.hpp"
@@ -151,7 +152,7 @@ const Route* wildcard_route(const Config& config);
 
 // One row of the schema of SPEC section 3: every key the loader accepts, with
 // the default and range the validator applies (the validator reads its ranges
-// from the same table, so config/reference.md, generated from it, cannot drift).
+// from the same table, so docs/configuration.md, generated from it, cannot drift).
 // Paths use [] for list items: `retry.max_attempts`, `routes[].timeout_ms`,
 // `routes[].models[].accept`.
 struct KeyInfo {
@@ -163,7 +164,11 @@ struct KeyInfo {
 const std::vector<KeyInfo>& schema_keys();
 
 // The markdown table (key | default | range | meaning) of schema_keys(), one
-// row per key, as config/reference.md holds it.
+// row per key, as docs/configuration.md holds it.
 std::string schema_reference_table();
+
+// docs/configuration.md, whole: its prose (config/reference.cpp) around
+// schema_reference_table(). `modelproxy reference` prints it.
+std::string reference_document();
 
 }  // namespace modelproxy::config

@@ -1,6 +1,6 @@
 // The schema of SPEC section 3 as one table: every key the loader accepts,
 // its default, its range and its meaning. The loader takes its integer ranges
-// and the set of keys each map may hold from here, and config/reference.md is
+// and the set of keys each map may hold from here, and docs/configuration.md is
 // generated from the same rows, so documentation and validation cannot drift.
 // Internal to config/.
 #pragma once

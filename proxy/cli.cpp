@@ -2,50 +2,19 @@
 
 #include "config/config.hpp"
 #include "policy/envelope.hpp"
+#include "proxy/startup.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
-#include <optional>
-#include <sstream>
 #include <string_view>
 
 namespace modelproxy::proxy {
 
 namespace {
-
-bool read_file(const std::string& path, std::string& text) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::ostringstream out;
-    out << in.rdbuf();
-    text = out.str();
-    return true;
-}
-
-// Reads and validates FILE ("" = the embedded default). On failure every
-// problem has been written to stderr, one line each, and nullopt is
-// returned: the caller exits 2 (SPEC section 2). Reads no environment.
-std::optional<config::Config> load_reporting(const std::string& path) {
-    std::string text;
-    std::string label = path;
-    if (path.empty()) {
-        text = std::string(config::embedded_default_yaml());
-        label = "embedded default";
-    } else if (!read_file(path, text)) {
-        std::cerr << "modelproxy: cannot read " << path << "\n";
-        return std::nullopt;
-    }
-    auto loaded = config::load_config(text);
-    if (!loaded.config) {
-        for (const auto& problem : loaded.problems) std::cerr << label << ": " << problem.line() << "\n";
-        return std::nullopt;
-    }
-    return std::move(loaded.config);
-}
 
 std::string_view to_string(policy::WarningKind kind) {
     switch (kind) {
@@ -107,19 +76,32 @@ boost::json::object envelope_json(const policy::Envelope& e) {
 
 }  // namespace
 
-int check_command(const std::string& path) {
-    auto config = load_reporting(path);
-    if (!config) return 2;
-    std::cerr << path << ": ok (" << config->routes.size()
-              << (config->routes.size() == 1 ? " route)" : " routes)") << "\n";
+int check_command(const ServeOptions& options) {
+    const Prepared prepared = prepare(options, nullptr, [](const char* name) { return std::getenv(name); });
+    report(prepared);
+    if (!prepared.runtime) return 2;
+    const std::size_t routes = prepared.runtime->config.routes.size();
+    report({options.config_path + ": ok (" + std::to_string(routes) + (routes == 1 ? " route)" : " routes)")});
+    return 0;
+}
+
+int reference_command() {
+    std::cout << config::reference_document();
+    std::cout.flush();
+    if (!std::cout) {
+        std::cerr << "modelproxy: cannot write the reference to stdout\n";
+        return 1;
+    }
     return 0;
 }
 
 int doctor_command(const std::string& path, bool json) {
-    auto config = load_reporting(path);
-    if (!config) return 2;
+    // The file alone: doctor reads no environment (its report depends on none).
+    const LoadedFile file = load_file(path);
+    report(file.problems);
+    if (!file.config) return 2;
     boost::json::array routes;
-    for (const auto& route : config->routes) {
+    for (const auto& route : file.config->routes) {
         const auto envelope = policy::make_envelope(route.name, route.retry, route.timeout_ms);
         if (json) {
             routes.emplace_back(envelope_json(envelope));

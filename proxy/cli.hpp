@@ -1,12 +1,22 @@
-// The one-shot subcommands of SPEC section 2: `check` and `doctor`.
+// The one-shot subcommands of SPEC section 2, `check` and `doctor`, and
+// `reference`.
 #pragma once
+
+#include "proxy/server.hpp"
 
 #include <string>
 
 namespace modelproxy::proxy {
 
-// Validates FILE: exit 0 when valid, else 2 with one stderr line per problem.
-int check_command(const std::string& path);
+// Validates options.config_path by every rule serving applies before it binds
+// (startup.hpp's prepare, with this process's environment and the --listen and
+// --workers given): exit 0 when serving would start, else 2 with the lines
+// serving would print, one per problem.
+int check_command(const ServeOptions& options);
+
+// Prints docs/configuration.md, whole, to stdout: exit 0, or 1 when stdout
+// cannot be written.
+int reference_command();
 
 // Prints each route's retry envelope; path "" = the embedded default.
 int doctor_command(const std::string& path, bool json);

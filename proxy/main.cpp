@@ -19,8 +19,9 @@ namespace {
 
 constexpr const char* usage_text =
     "usage: modelproxy [--config FILE] [--listen HOST:PORT] [--workers N] [--log FILE]\n"
-    "       modelproxy check --config FILE\n"
+    "       modelproxy check --config FILE [--listen HOST:PORT] [--workers N]\n"
     "       modelproxy doctor [--config FILE] [--json]\n"
+    "       modelproxy reference\n"
     "       modelproxy probe URL [--timeout-ms N]\n"
     "       modelproxy --version | --help\n"
     "\n"
@@ -29,8 +30,11 @@ constexpr const char* usage_text =
     "override the config; --log writes the JSON-lines records to FILE instead of\n"
     "stdout.\n"
     "\n"
-    "  check    validate FILE; exit 0 when valid, else exit 2 with one line per problem\n"
+    "  check    validate FILE by every rule serving applies before it listens, with\n"
+    "           this environment and the given --listen and --workers: exit 0 when\n"
+    "           serving would start, else exit 2 with one line per problem\n"
     "  doctor   print each route's retry envelope (bounds, waits, worst case)\n"
+    "  reference  print the configuration reference (docs/configuration.md)\n"
     "  probe    GET an http:// URL (e.g. http://127.0.0.1:8080/readyz) for health\n"
     "           checks: exit 0 on a 2xx answer, else 1 with one line saying why;\n"
     "           --timeout-ms bounds the whole request (default 2000)\n";
@@ -77,6 +81,10 @@ int run(int argc, char** argv) {
         return 0;
     }
     if (!args.empty() && args[0] == "probe") return probe(args);
+    if (!args.empty() && args[0] == "reference") {
+        if (args.size() > 1) return usage_error("unknown argument " + args[1]);
+        return proxy::reference_command();
+    }
     std::string command = "serve";
     std::size_t i = 0;
     if (!args.empty() && (args[0] == "check" || args[0] == "doctor")) {
@@ -95,11 +103,11 @@ int run(int argc, char** argv) {
         std::string v;
         if (a == "--config") {
             if (!value(options.config_path) || options.config_path.empty()) return usage_error("--config needs a FILE");
-        } else if (a == "--listen" && command == "serve") {
+        } else if (a == "--listen" && command != "doctor") {
             if (!value(options.listen_override)) return usage_error("--listen needs HOST:PORT");
             if (!config::parse_listen(options.listen_override))
                 return usage_error("--listen: expected HOST:PORT, got " + options.listen_override);
-        } else if (a == "--workers" && command == "serve") {
+        } else if (a == "--workers" && command != "doctor") {
             if (!value(v)) return usage_error("--workers needs N");
             char* end = nullptr;
             long n = std::strtol(v.c_str(), &end, 10);
@@ -115,7 +123,7 @@ int run(int argc, char** argv) {
     }
     if (command == "check") {
         if (options.config_path.empty()) return usage_error("check needs --config FILE");
-        return proxy::check_command(options.config_path);
+        return proxy::check_command(options);
     }
     if (command == "doctor") return proxy::doctor_command(options.config_path, json);
     return proxy::serve(options);

@@ -1,6 +1,7 @@
 #include "proxy/server.hpp"
 
 #include "proxy/session.hpp"
+#include "proxy/startup.hpp"
 #include "proxy/turn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -23,79 +23,6 @@ namespace modelproxy::proxy {
 namespace {
 
 void say(const std::string& line) { std::cerr << "modelproxy: " << line << std::endl; }
-
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        error = "cannot read " + path;
-        return std::nullopt;
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-// Loads, overrides, reads the environment and builds the runtime. Every
-// problem is printed; nullptr when there was one. `running` is the config in
-// force when this is a reload (nullptr at startup).
-std::shared_ptr<const Runtime> load_runtime(const ServeOptions& options, const config::Config* running) {
-    const bool startup = running == nullptr;
-    std::string text;
-    if (options.config_path.empty()) {
-        text = std::string(config::embedded_default_yaml());
-    } else {
-        std::string error;
-        auto file = read_file(options.config_path, error);
-        if (!file) {
-            say(error);
-            return nullptr;
-        }
-        text = std::move(*file);
-    }
-    const std::string source = options.config_path.empty() ? "embedded default" : options.config_path;
-    auto loaded = config::load_config(text);
-    if (!loaded.config) {
-        for (const auto& problem : loaded.problems) say(source + ": " + problem.line());
-        return nullptr;
-    }
-    config::Config cfg = std::move(*loaded.config);
-    if (!options.listen_override.empty()) {
-        auto listen = config::parse_listen(options.listen_override);
-        if (!listen) {
-            say("--listen: expected HOST:PORT, got " + options.listen_override);
-            return nullptr;
-        }
-        cfg.listen_host = listen->first;
-        cfg.listen_port = listen->second;
-    }
-    if (options.workers_override >= 0) cfg.workers = options.workers_override;
-    if (running) {
-        // The sockets and threads are made once at startup, so a reload keeps
-        // them; the rest of the new config must be judged against the address
-        // really served (SPEC section 12's open-listener rule), not the file's.
-        if (cfg.listen_host != running->listen_host || cfg.listen_port != running->listen_port ||
-            cfg.workers != running->workers)
-            say(source + ": listen and workers changes need a restart; still serving " + running->listen_host + ":" +
-                std::to_string(running->listen_port) + " with workers " + std::to_string(running->workers));
-        cfg.listen_host = running->listen_host;
-        cfg.listen_port = running->listen_port;
-        cfg.workers = running->workers;
-    }
-    auto env = config::resolve_environment(cfg, [](const char* name) { return std::getenv(name); });
-    if (startup || env.errors.empty()) {
-        for (const auto& notice : env.notices) say(notice);
-    }
-    if (!env.errors.empty()) {
-        for (const auto& problem : env.errors) say(source + ": " + problem.line());
-        return nullptr;
-    }
-    auto built = Runtime::build(std::move(cfg));
-    if (auto* problems = std::get_if<std::vector<std::string>>(&built)) {
-        for (const auto& line : *problems) say(source + ": " + line);
-        return nullptr;
-    }
-    return std::get<std::shared_ptr<const Runtime>>(built);
-}
 
 // Building a runtime (YAML parsing, Vectorscan's pattern compiler) leaves
 // megabytes of freed blocks scattered in the main thread's heap, which glibc
@@ -136,7 +63,8 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
         if (route.api_key && !route.api_key->empty()) keys.push_back(*route.api_key);
     auto scanner = sse::CredentialScanner::build(keys, cfg.boundary.secret_patterns, cfg.boundary.default_patterns);
     if (auto* error = std::get_if<std::string>(&scanner)) {
-        problems.push_back(*error);
+        std::istringstream lines(*error);  // one line per bad pattern
+        for (std::string line; std::getline(lines, line);) problems.push_back(line);
     } else {
         runtime->secrets.emplace(std::get<sse::CredentialScanner>(std::move(scanner)));
     }
@@ -252,8 +180,11 @@ Task<void> Worker::accept_loop() {
 }
 
 int serve(const ServeOptions& options) {
-    auto runtime = load_runtime(options, nullptr);
-    if (!runtime) return 2;
+    const config::Getenv getenv = [](const char* name) { return std::getenv(name); };
+    Prepared prepared = prepare(options, nullptr, getenv);
+    report(prepared);
+    if (!prepared.runtime) return 2;
+    auto runtime = std::move(prepared.runtime);
     release_freed_memory();
 
     Shared shared;
@@ -266,21 +197,7 @@ int serve(const ServeOptions& options) {
 
     int count = cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
     if (count <= 0) count = 1;
-
-    boost::system::error_code ec;
-    auto address = asio::ip::make_address(cfg.listen_host, ec);
-    if (ec) {
-        // A host name such as "localhost": resolve it once at startup.
-        asio::io_context io;
-        tcp::resolver resolver(io);
-        auto results = resolver.resolve(cfg.listen_host, std::to_string(cfg.listen_port), ec);
-        if (ec || results.empty()) {
-            say("cannot resolve listen host " + cfg.listen_host);
-            return 2;
-        }
-        address = results.begin()->endpoint().address();
-    }
-    tcp::endpoint endpoint(address, cfg.listen_port);
+    tcp::endpoint endpoint(prepared.listen_address, cfg.listen_port);
 
     // Signals are handled from before the first connection is accepted: a
     // SIGTERM right after the "listening" line must drain, not kill.
@@ -342,7 +259,9 @@ int serve(const ServeOptions& options) {
                 // record goes to the reopened file (rotation tools wait for it).
                 if (auto error = shared.log.reopen()) say(*error);
                 const auto current = shared.runtime.load();
-                if (auto fresh = load_runtime(options, &current->config)) {
+                Prepared reloaded = prepare(options, &current->config, getenv);
+                report(reloaded);
+                if (auto fresh = std::move(reloaded.runtime)) {
                     shared.set_runtime(fresh);
                     for (auto& w : workers) w->keep_pools(fresh->pool_keys);
                     say("config reloaded");

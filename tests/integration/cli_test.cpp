@@ -1,6 +1,6 @@
 // The command line (SPEC sections 2, 3, 10 and 12) of the real binary:
-// --version, --help, usage errors, `check`, startup refusals, where records
-// go, and that stdout carries nothing but JSON lines.
+// --version, --help, usage errors, `check`, `reference`, startup refusals,
+// where records go, and that stdout carries nothing but JSON lines.
 #include "support/proxy_process.hpp"
 
 #include "support/fake_provider.hpp"
@@ -101,7 +101,6 @@ TEST_CASE("check on a valid file exits 0 and prints nothing on stdout", "[cli]")
     TempDir dir("cli");
     const auto path = dir.write("ok.yaml", one_route(unreachable_upstream, "    retry:\n      max_attempts: 4\n",
                                                      "limits:\n  max_header_bytes: 2048\n"));
-    // check reads no environment: a required key that is unset is no error here.
     const CommandResult r = run_modelproxy({"check", "--config", path.string()});
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
@@ -134,7 +133,29 @@ routes:
 }
 
 // ---------------------------------------------------------------------------
-// Serving: startup refusals
+// reference
+
+TEST_CASE("modelproxy reference prints docs/configuration.md whole, exit 0", "[cli]") {
+    const CommandResult r = run_modelproxy({"reference"});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    // The file states the command that regenerates it.
+    CHECK_THAT(r.out, Contains("build/modelproxy reference > docs/configuration.md"));
+    CHECK(r.out == read_file(source_dir() / "docs" / "configuration.md"));
+    CHECK_THAT(run_modelproxy({"--help"}).out, Contains("reference"));
+}
+
+TEST_CASE("reference takes no arguments: exit 2, stdout empty", "[cli]") {
+    const CommandResult r = run_modelproxy({"reference", "--config", "x.yaml"}, {}, bound);
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Contains("--config"));
+}
+
+// ---------------------------------------------------------------------------
+// Serving: startup refusals (check_serve_test.cpp holds check beside each)
 
 TEST_CASE("serving with an invalid config exits 2 naming the key path", "[cli]") {
     TempDir dir("cli");

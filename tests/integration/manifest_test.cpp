@@ -197,7 +197,10 @@ TEST_CASE("manifest: the ConfigMap's modelproxy.yaml passes modelproxy check", "
     const Manifest m = load_manifest();
     TempDir dir("manifest");
     const auto path = dir.write("modelproxy.yaml", m.config_yaml);
-    const CommandResult r = run_modelproxy({"check", "--config", path.string()});
+    // check reads the environment as serving does: the pod's, whose key the
+    // Secret supplies (its route requires one).
+    const CommandResult r =
+        run_modelproxy({"check", "--config", path.string()}, {{"OPENAI_API_KEY", "sk-placeholder"}});
     CAPTURE(r.err);
     CHECK(r.exit_code == 0);
     // A sidecar reached only through the pod's loopback; so it needs no
