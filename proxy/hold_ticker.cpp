@@ -19,17 +19,16 @@ Task<void> TurnRun::hold_ticker() {
     Timer timer(client_.get_executor());
     timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
     auto [ec] = co_await timer.async_wait(use_tuple);
-    if (!ec && !head_out_ && !ending_) {
-        head_out_ = true;
+    if (!ec && phase_ == Phase::held) {
+        release_head();
         ResponseHead head(200);
         head.add("content-type", "text/event-stream");
         head.add("cache-control", "no-cache");
         head.add_modelproxy(attempts_, plan_.request_id);
         stream_framing(head);
         std::string text = head.finish();
-        published_ = true;
         bool ok = co_await write(text);
-        while (ok && !answering_ && !ending_) {
+        while (ok && phase_ == Phase::head_out) {
             ok = co_await write_chunk(": keep-alive\n\n");
             if (co_await cut()) co_return;
             timer.expires_after(std::chrono::seconds(10));

@@ -101,15 +101,15 @@ void TurnRun::publish(transport::Exchange& ex) {
     if (!first_byte_at_) first_byte_at_ = Clock::now();
     StreamRelay& relay = plan_.stream;
     relay.out.take(relay.held);  // `out` is empty until publication
-    if (head_out_) return;
-    head_out_ = true;
+    const bool head_out = phase_ == Phase::head_out;
+    start_answering();
+    if (head_out) return;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
     head.add_modelproxy(attempts_, plan_.request_id);
     stream_framing(head);
     plan_.head_text = head.finish();
     head_pending_ = plan_.head_text;
-    published_ = true;
 }
 
 Task<bool> TurnRun::write_out(std::string_view after) {
@@ -174,7 +174,6 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
         RelayStep step = relay_read(done, fault, failed, usage);
         if (step == RelayStep::publish) {
             publish(ex);
-            answering_ = true;
             step = relay_events(fault != Fault::none, failed, usage);  // never publish again
         }
         if (step == RelayStep::read_on) step = relay_end(fault, done, limit.capped, failed);
@@ -196,7 +195,7 @@ Task<TurnRun::StreamEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
             case RelayStep::complete:
                 break;
         }
-        if (!answering_) publish(ex);
+        if (phase_ != Phase::answering) publish(ex);
         usage.count();  // before the records and the last bytes
         record_attempt_and_turn(200, "ok", "ok", 200, nullptr, "");
         // `out` may view the connection's buffer (RelayOut): the connection
@@ -222,11 +221,12 @@ StreamRelay& TurnRun::start_relay() {
 // stream_idle_timeout_ms and max_stream_ms end a stream.
 TurnRun::ReadLimit TurnRun::read_limit() const {
     ReadLimit limit{Clock::now() + std::chrono::milliseconds(route_.stream_idle_timeout_ms)};
-    if (!answering_ && plan_.deadline < limit.until) {
+    const bool answering = phase_ == Phase::answering;
+    if (!answering && plan_.deadline < limit.until) {
         limit.until = plan_.deadline;
         limit.on_timeout = Fault::deadline;
     }
-    if (answering_ && route_.max_stream_ms > 0) {
+    if (answering && route_.max_stream_ms > 0) {
         auto cap = plan_.stream.started + std::chrono::milliseconds(route_.max_stream_ms);
         if (cap < limit.until) {
             limit.until = cap;
@@ -322,7 +322,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                     // SPEC section 7: every data line must parse on its own.
                     policy::Classification c{policy::ErrorClass::identity, false, policy::TimeoutSource::none,
                                              "unparseable-event"};
-                    if (answering_)
+                    if (phase_ == Phase::answering)
                         return close_with(c, "unparseable_event", false, "refused",
                                           "the upstream stream carried a data line that is not JSON");
                     failed.classification = c;
@@ -343,7 +343,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
             if (!event->data.empty()) r.saw_event = true;
             if (sequence) r.last_sequence = sequence;
 
-            if (answering_) {
+            if (phase_ == Phase::answering) {
                 // Forwarded as it is; an error event ends the client stream.
                 if (r.reader.in_input(event->raw)) {
                     r.out.add_view(event->raw);
@@ -397,7 +397,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
 RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed) {
     StreamRelay& r = plan_.stream;
     if (fault != Fault::none) {
-        if (answering_) {
+        if (phase_ == Phase::answering) {
             auto c = capped ? policy::Classification{policy::ErrorClass::stream_incomplete, false,
                                                      policy::TimeoutSource::none, "max-stream-ms"}
                             : policy::classify(transport_of(fault), plan_.endpoint);
@@ -422,7 +422,7 @@ RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed
         return refuse_in_stream(failed);
     }
     const bool complete = sse::stream_complete(plan_.endpoint, r.rules, {r.saw_done, r.saw_end, r.saw_finish});
-    if (answering_) {
+    if (phase_ == Phase::answering) {
         if (complete) return RelayStep::complete;
         return close_with(policy::classify_stream_incomplete(plan_.endpoint), "stream_incomplete", false);
     }
@@ -460,7 +460,8 @@ RelayStep TurnRun::error_event_ends(Failed& failed) {
 // publication a 502 with its code; after it, the refused event is not
 // forwarded and the stream ends with the closing error event.
 RelayStep TurnRun::refuse_in_stream(const Failed& failed) {
-    if (answering_) return close_with(failed.classification, failed.code, false, "refused", failed.message);
+    if (phase_ == Phase::answering)
+        return close_with(failed.classification, failed.code, false, "refused", failed.message);
     return RelayStep::fail;
 }
 

@@ -131,7 +131,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
                                  policy::ErrorClass::identity);
             } else if (status >= 200 && status < 300) {
                 if (!check_body(ex, body, failed)) {
-                    if (head_out_) {
+                    if (phase_ == Phase::head_out) {
                         const bool open = co_await refuse_after_hold();
                         co_return AttemptEnd{true, open};
                     }
@@ -450,7 +450,7 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::can
         } else {
             answered = co_await turn.run();
         }
-        reason = turn.recorded() ? TurnWatch::Reason::none : watch->reason;
+        reason = turn.ended() ? TurnWatch::Reason::none : watch->reason;
     }
     if (reason == TurnWatch::Reason::none) co_return answered;
     if (reason == TurnWatch::Reason::drain_limit) {

@@ -132,7 +132,7 @@ TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> sta
     r.bound = bound;
     r.status = status;
     r.stream = plan_.wants_stream;
-    r.published = published_;
+    r.published = published();
     r.duration_ms = ms_between(plan_.started, now);
     if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
     return r;
@@ -147,17 +147,17 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
 
 void TurnRun::record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
                           std::string_view code, std::string_view bound) {
-    recorded_ = true;
     worker_.write_turn(slot_, turn_record(outcome, status, c, code, bound, Clock::now()));
+    mark_ended();
 }
 
 void TurnRun::record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
                                       std::string_view outcome, std::optional<int> status,
                                       const policy::Classification* c, std::string_view code,
                                       Clock::time_point now) {
-    recorded_ = true;
     worker_.write_attempt_and_turn(slot_, attempt_record(attempt_status, c, code, decision, 0, now),
                                    ms_between(attempt_started_, now), turn_record(outcome, status, c, code, "", now));
+    mark_ended();
 }
 
 // The drain limit ended the turn (SPEC section 11). A stream whose head is
@@ -165,9 +165,10 @@ void TurnRun::record_attempt_and_turn(std::optional<int> attempt_status, std::st
 // a 503 envelope. Either way the connection closes.
 Task<void> TurnRun::end_at_drain_limit() {
     policy::Classification c{policy::ErrorClass::cancelled, false, policy::TimeoutSource::none, "drain-limit"};
-    record_attempt_and_turn(std::nullopt, "cancelled", "cancelled", head_out_ ? 200 : 503, &c, "drain_limit");
+    const bool head_out = phase_ != Phase::held;
+    record_attempt_and_turn(std::nullopt, "cancelled", "cancelled", head_out ? 200 : 503, &c, "drain_limit");
     if (client_gone_ || writing_) co_return;
-    if (head_out_) {
+    if (head_out) {
         ClosingError closing{"the proxy is shutting down and its drain limit passed", "stream_incomplete", 502,
                              "cancelled", "terminal", "", attempts_, next_sequence_number()};
         std::string event = closing_error_event(plan_.endpoint, plan_.error_shape, closing);
@@ -217,8 +218,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
     if (decision.verdict == policy::Verdict::deadline && failed.status == 0) shown.cls = policy::ErrorClass::timeout;
     const std::string_view cls = policy::to_string(shown.cls);
 
-    ending_ = true;
-    if (head_out_) {
+    if (phase_ == Phase::head_out) {
         // The hold limit already sent a 200 stream head: the turn ends inside
         // that stream (SPEC section 7's closing error event), never with a
         // second head. A held error event is passed on as it is.
@@ -253,7 +253,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         head.add_modelproxy(attempts_, plan_.request_id);
         head.add_failure(cls, verdict, bound);
         stream_framing(head);
-        published_ = true;
+        start_answering();
         record_turn(outcome, 200, &shown, failed.code, bound);
         end.head = head.finish();
         end.stream = true;
@@ -270,7 +270,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
         if (!plan_.head_request) head.content_length(failed.body.size());
         if (!keep_alive()) head.add("connection", "close");
         if (ex.reusable()) give_back(failed.attempt);
-        published_ = true;
+        start_answering();
         record_turn(outcome, failed.status, &shown, failed.code, bound);
         end.head = head.finish();
         if (!plan_.head_request) end.body = failed.body;
@@ -333,7 +333,6 @@ std::array<asio::const_buffer, 2> TurnRun::answer_buffers(const std::string& bod
 
 std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body, std::size_t& taken) {
     transport::Exchange& ex = *a.exchange;
-    ending_ = true;
     // One clock reading for the answer's first byte, the connection's idle
     // start and both records: they are the same moment to a microsecond.
     const auto now = Clock::now();
@@ -345,10 +344,10 @@ std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body,
     if (!keep_alive()) head.add("connection", "close");
     const int status = static_cast<int>(ex.head().result_int());
     if (ex.reusable()) give_back(a, now);  // destroys the exchange: `ex` is not used after this
-    published_ = true;
-    recorded_ = true;
+    start_answering();
     const AttemptRecord attempt = attempt_record(status, nullptr, "", "ok", 0, now);
     const TurnRecord turn = turn_record("ok", status, nullptr, "", "", now);
+    mark_ended();
     // Counted before the answer goes out, so /metrics agrees with it once
     // the client has it; the two lines written to the log after it has gone
     // out, or begun to: the client waits for its answer, not for the log

@@ -34,6 +34,15 @@ policy::Transport transport_of(transport::Fault fault);
 
 class TurnRun {
 public:
+    // What the client has of the turn's answer (docs/behaviour.md section
+    // 7). Only the named transitions below move it, forward only.
+    enum class Phase {
+        held,       // nothing: a failed attempt is replayed unseen
+        head_out,   // the hold limit's head and keep-alives; events held, a replay still unseen
+        answering,  // published (answer text, an upstream answer, or a complete stream): no replay
+        ended,      // the turn's records are written; at most its last write remains
+    };
+
     TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch)
         : worker_(worker),
           client_(client),
@@ -49,10 +58,11 @@ public:
     // run() with the hold ticker beside it: stream turns only (run_turn).
     Task<bool> run_with_ticker();
     Task<void> hold_ticker();
-    bool recorded() const { return recorded_; }  // the turn record is written
+    bool ended() const { return phase_ == Phase::ended; }
     Task<void> end_at_drain_limit();
     int attempts() const { return attempts_; }
-    bool published() const { return published_; }
+    // Anything of the answer reached the client: a head, or the upstream's answer.
+    bool published() const { return phase_ == Phase::head_out || phase_ == Phase::answering; }
     Clock::time_point attempt_started() const { return attempt_started_; }
 
 private:
@@ -147,8 +157,9 @@ private:
     RelayStep close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
                          std::string_view outcome = "terminal", std::string_view message = {});
     // Publication (the first answer text, or a complete stream without
-    // any): the head is built and published_ set here; it goes out in the
-    // same write as the held events and the rest of the read (write_out).
+    // any): the head is built and the phase moves to answering here; it
+    // goes out in the same write as the held events and the rest of the read
+    // (write_out).
     void publish(transport::Exchange& ex);
     // The relay's `out` as one chunk, after the head when publication left
     // one pending, and before `after` (the last chunk), in one write.
@@ -230,7 +241,7 @@ private:
     // 7): one past the last forwarded event's; 0 when none was forwarded.
     std::uint64_t next_sequence_number() const {
         const auto& last = plan_.stream.last_sequence;
-        return answering_ && last ? *last + 1 : 0;
+        return phase_ == Phase::answering && last ? *last + 1 : 0;
     }
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
@@ -246,6 +257,11 @@ private:
     // it cancels synchronously right after setting its reason.
     bool watch_cut() const { return watch_.reason != TurnWatch::Reason::none; }
 
+    // The transitions of the phase.
+    void release_head() { phase_ = Phase::head_out; }     // held -> head_out: the hold limit
+    void start_answering() { phase_ = Phase::answering; }  // held | head_out -> answering: publication
+    void mark_ended() { phase_ = Phase::ended; }           // -> ended: the turn's records are written
+
     Worker& worker_;
     Socket& client_;
     ForwardPlan& plan_;
@@ -256,13 +272,10 @@ private:
     std::string& digest_;       // plan_.digest (scratch)
     TurnWatch& watch_;          // run_turn's, which outlives the turn
     int attempts_ = 0;
-    bool published_ = false;
-    bool client_gone_ = false;
-    bool recorded_ = false;
+    Phase phase_ = Phase::held;
+    // Facts of the client socket, not of the turn's phase.
     bool writing_ = false;      // a client write is in flight
-    bool head_out_ = false;     // the client has the response head (hold limit or publication)
-    bool answering_ = false;    // answer text is out: held events released, no replay possible
-    bool ending_ = false;       // the turn is writing its final answer
+    bool client_gone_ = false;  // a client write failed: nothing more is written
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
     // Made on the first write that has to wait: constructing an Asio timer
     // looks its service up under a mutex, and most turns never wait here.
