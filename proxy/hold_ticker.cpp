@@ -1,6 +1,6 @@
 // The head hold ticker that races a stream turn (TurnRun::run_with_ticker).
 // Kept apart from the relay (stream_relay.cpp): it shares only the turn's
-// flags with a stream attempt.
+// phase with a stream attempt.
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
 
@@ -8,12 +8,13 @@
 
 namespace modelproxy::proxy {
 
-// SPEC section 7's head hold limit: a stream turn that has published nothing
-// after stream_head_hold_ms (waits and throttles included) publishes its head
-// and then a `: keep-alive` comment every 10 s, so load balancers and client
-// header timeouts do not cut it. Events stay held: a replay is still
-// invisible until answer text. Never completes by itself (it is one side of
-// run_with_ticker's race); it goes quiet once answer text is out or the turn ends.
+// docs/behaviour.md section 7's head hold limit: a stream turn that has
+// published nothing after stream_head_hold_ms (waits and throttles included)
+// publishes its head and then a `: keep-alive` comment every 10 s, so load
+// balancers and client header timeouts do not cut it. Events stay held: a
+// replay is still invisible until answer text. Never completes by itself
+// (it is one side of run_with_ticker's race); it goes quiet once the phase
+// leaves head_out (answer text is out, or the turn ended).
 Task<void> TurnRun::hold_ticker() {
     co_await asio::this_coro::throw_if_cancelled(false);
     Timer timer(client_.get_executor());
