@@ -25,7 +25,7 @@ Task<void> TurnRun::hold_ticker() {
         ResponseHead head(200);
         head.add("content-type", "text/event-stream");
         head.add("cache-control", "no-cache");
-        head.add_modelproxy(attempts_, plan_.request_id);
+        head.add_modelproxy(replays_.attempts(), plan_.request_id);
         stream_framing(head);
         std::string text = head.finish();
         bool ok = co_await write(text);

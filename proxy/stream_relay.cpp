@@ -100,7 +100,7 @@ void StreamRelay::clear() {
 // events: one write, not one for the head, one for the held events and one
 // per read after them.
 void TurnRun::publish(transport::Exchange& ex) {
-    if (!first_byte_at_) first_byte_at_ = Clock::now();
+    if (!first_byte_at_) first_byte_at_ = clock_.now();
     StreamRelay& relay = plan_.stream;
     relay.out.take(relay.held);  // `out` is empty until publication
     const bool head_out = phase_ == Phase::head_out;
@@ -108,7 +108,7 @@ void TurnRun::publish(transport::Exchange& ex) {
     if (head_out) return;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
-    head.add_modelproxy(attempts_, plan_.request_id);
+    head.add_modelproxy(replays_.attempts(), plan_.request_id);
     stream_framing(head);
     plan_.head_text = head.finish();
     head_pending_ = plan_.head_text;
@@ -141,7 +141,7 @@ void TurnRun::end_published() {
     facts.client = policy::ClientHas::answer_text;
     facts.message = close.detail;
     const policy::FailureAnswer a = policy::failure_answer(facts);
-    if (a.form == policy::AnswerForm::closing_event) relay.out.add_copy(closing_event(a, attempts_));
+    if (a.form == policy::AnswerForm::closing_event) relay.out.add_copy(closing_event(a, replays_.attempts()));
     record_end({200, &close.classification, a.code, a.record_decision, a.outcome, a.record_status,
                 policy::to_string(a.cls), a.bound});
 }

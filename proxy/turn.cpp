@@ -1,14 +1,14 @@
-// The turn loop: attempt after attempt, each sent and read, its failure
-// decided by policy/ (replay, wait, or end), until the turn is answered.
+// The turn loop: pick a candidate, send, read, decide, then wait or answer,
+// until the turn is answered (docs/behaviour.md sections 5, 6 and 9). The
+// decisions are policy/'s (TurnReplays, failure_answer), at the times the
+// turn's clock gives; this file does the waits they ask for.
 #include "proxy/turn.hpp"
 
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
-#include "policy/retry_after.hpp"
 #include "proxy/digest.hpp"
 #include "proxy/turn_run.hpp"
 #include "proxy/turn_watch.hpp"
-#include "sse/inspect.hpp"
 
 #include <boost/asio/this_coro.hpp>
 
@@ -16,59 +16,60 @@
 
 namespace modelproxy::proxy {
 
-using transport::Fault;
+double uniform_draw() {
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    return std::uniform_real_distribution<double>(0.0, 1.0)(random);
+}
 
 Task<bool> TurnRun::run() {
     co_await asio::this_coro::throw_if_cancelled(false);
     payload_digest(digest_, plan_.method, plan_.target, plan_.body);
-    std::int64_t waited_ms = 0;
     // Made for the first wait only (see write_gate_): most turns never wait.
     std::optional<Timer> wait_timer;
-
-    for (attempts_ = 1;; ++attempts_) {
-        if (attempts_ > 1) {
-            // Payload identity (docs/behaviour.md section 6): a replay sends exactly what
-            // attempt 1 sent, or nothing.
-            if (!replay_matches(digest_, plan_.method, plan_.target, plan_.body)) co_return co_await digest_mismatch();
-        }
-        Failed failed;
+    for (;;) {
+        // Pick: the candidate this attempt goes to.
+        const Candidate candidate = pick_candidate();
+        const int attempt = replays_.start_attempt();
+        // Payload identity (docs/behaviour.md section 6): a replay sends
+        // exactly what attempt 1 sent, or nothing.
+        if (attempt > 1 && !replay_matches(digest_, plan_.method, plan_.target, plan_.body))
+            co_return co_await digest_mismatch();
         // Declared here, not in try_attempt: an attempt's connection stays
         // with the turn until the decision and any wait are over.
+        Failed failed;
         Attempt a;
         // Attempt 1 starts with the turn (prepare() read the clock a few
         // microseconds ago); a replay reads it again.
-        attempt_started_ = attempts_ == 1 ? plan_.started : Clock::now();
-        const AttemptEnd end = co_await try_attempt(a, failed);
+        attempt_started_ = attempt == 1 ? plan_.started : clock_.now();
+
+        // Send and read: the attempt answers the turn, or fails.
+        const AttemptEnd end = co_await try_attempt(candidate, a, failed);
         if (end.answered) co_return end.keep_alive;
 
-        if (failed.refusal()) co_return co_await end_turn(failed, policy::refusal_decision, false);
-        const auto failure =
-            policy::failure_of(failed.classification, failed.status, failed.retry_after_ms);
-        const std::int64_t left = ms_between(Clock::now(), plan_.deadline);
-        auto decision = policy::decide({attempts_, waited_ms}, failure, route_.retry, left, draw());
-        if (decision.verdict == policy::Verdict::retry) {
-            record_attempt(failed.record_status(), &failed.classification, failed.code(), "retry", decision.wait_ms);
-            // An upstream answer read whole leaves its connection reusable.
-            if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
-            waited_ms += decision.wait_ms;
-            if (!wait_timer) wait_timer.emplace(client_.get_executor());
-            wait_timer->expires_after(std::chrono::milliseconds(decision.wait_ms));
-            co_await wait_timer->async_wait(use_tuple);
-            if (watch_cut()) co_return false;
-            // Checked again before the send: the wait may have overrun.
-            auto again = policy::recheck_before_send(ms_between(Clock::now(), plan_.deadline), route_.retry);
-            if (again.verdict == policy::Verdict::retry) continue;
-            // The turn ends at the deadline after the wait, on the failure it
-            // waited for: no further attempt is sent.
-            co_return co_await end_turn(failed, again, true);
-        }
-        co_return co_await end_turn(failed, decision, false);
+        // Decide.
+        const policy::Decision decision = decide(failed);
+        if (decision.verdict != policy::Verdict::retry) co_return co_await end_turn(failed, decision, false);
+
+        // Wait, then check again before the send: the wait may have overrun.
+        record_attempt(failed.record_status(), &failed.classification, failed.code(), "retry", decision.wait_ms);
+        // An upstream answer read whole leaves its connection reusable.
+        if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
+        if (!wait_timer) wait_timer.emplace(client_.get_executor());
+        wait_timer->expires_after(std::chrono::milliseconds(decision.wait_ms));
+        co_await wait_timer->async_wait(use_tuple);
+        if (watch_cut()) co_return false;
+        const policy::Decision again = replays_.before_send(clock_.now());
+        // The turn ends at the deadline after the wait, on the failure it
+        // waited for: no further attempt is sent.
+        if (again.verdict != policy::Verdict::retry) co_return co_await end_turn(failed, again, true);
     }
 }
 
-double TurnRun::draw() {
-    thread_local std::mt19937_64 random{std::random_device{}()};
-    return std::uniform_real_distribution<double>(0.0, 1.0)(random);
+policy::Decision TurnRun::decide(const Failed& failed) {
+    // A section 8 refusal is never replayed.
+    if (failed.refusal()) return policy::refusal_decision;
+    const auto failure = policy::failure_of(failed.classification, failed.status, failed.retry_after_ms);
+    return replays_.after_failure(failure, clock_.now(), clock_.draw());
 }
 
 namespace {
@@ -166,13 +167,13 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::can
     } done{worker.shared()};
 
     // A client that hangs up ends the turn at once, aborting the upstream
-    // request (docs/behaviour.md section 6); so does the drain limit. Either emits `cut`,
-    // the session coroutine's cancellation signal, which completes the
-    // turn's pending wait (a socket read or write, a timer) at once; the
-    // turn then sees its watch's reason and returns. The turn runs in the
-    // session's own coroutine: a coroutine of its own, only so that it had a
-    // slot of its own to cut, cost a spawn, two frames and two scheduler
-    // passes per request. Recycled memory (recycling.hpp): a turn
+    // request (docs/behaviour.md section 6); so does the drain limit. Either
+    // emits `cut`, the session coroutine's cancellation signal, which
+    // completes the turn's pending wait (a socket read or write, a timer) at
+    // once; the turn then sees its watch's reason and returns. The turn runs
+    // in the session's own coroutine: a coroutine of its own, only so that it
+    // had a slot of its own to cut, cost a spawn, two frames and two
+    // scheduler passes per request. Recycled memory (recycling.hpp): a turn
     // costs no allocation for its watch.
     auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>(), cut);
     // The turn's end, however it ends (an exception included): the watch
@@ -181,7 +182,7 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::can
         TurnWatch& watch;
         ~Finish() { watch.finish(); }
     };
-    TurnRun turn(worker, client, plan, *watch);
+    TurnRun turn(worker, client, plan, *watch, worker.shared().turn_clock);
     watch_client(client, watch);
     worker.running_turns().push_back(*watch);
     TurnWatch::Reason reason = TurnWatch::Reason::none;

@@ -30,13 +30,13 @@ policy::Transport transport_of(Fault fault) {
 // read into `failed` for run()'s decision. Its own coroutine so that neither
 // its frame nor run()'s grows past the 1 KiB the recycling lists keep
 // (transport/recycling.hpp).
-Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
+Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attempt& a, Failed& failed) {
     // Opened, sent and the head read here, not in a coroutine of its own: a
     // coroutine awaited costs its frame and two resumptions.
     {
-        transport::Target target{&route_.upstream, plan_.runtime->tls[plan_.route_index].context.get(),
-                                 std::chrono::milliseconds(route_.connect_timeout_ms)};
-        auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
+        transport::Target target{&candidate.route.upstream, plan_.runtime->tls[candidate.route_index].context.get(),
+                                 std::chrono::milliseconds(candidate.route.connect_timeout_ms)};
+        auto& pool = worker_.pool(plan_.runtime->pool_keys[candidate.route_index]);
         a.connection = pool.take(attempt_started_);
         note_idle(pool);
         auto& busy = worker_.counters(slot_).busy_connections;

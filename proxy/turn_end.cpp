@@ -13,7 +13,7 @@ AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::C
     r.request_id = plan_.request_id;
     r.route = route_.name;
     r.model = plan_.client_model;
-    r.attempt = attempts_;
+    r.attempt = replays_.attempts();
     r.status = status;
     if (c) {
         r.error_class = policy::to_string(c->cls);
@@ -25,7 +25,7 @@ AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::C
     r.code = code;
     r.decision = decision;
     r.delay_ms = delay_ms;
-    r.remaining_ms = std::max<std::int64_t>(0, ms_between(now, plan_.deadline));
+    r.remaining_ms = replays_.remaining_ms(now);
     r.digest = digest_;
     if (plan_.identity_refused && code == "model_identity_mismatch") {
         r.answered_model = plan_.identity_refusal.answered;
@@ -41,7 +41,7 @@ TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> sta
     r.request_id = plan_.request_id;
     r.route = route_.name;
     r.model = plan_.client_model;
-    r.attempts = attempts_;
+    r.attempts = replays_.attempts();
     r.outcome = outcome;
     r.error_class = error_class;
     r.code = code;
@@ -56,12 +56,13 @@ TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> sta
 
 void TurnRun::record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                              std::string_view decision, std::int64_t delay_ms) {
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     worker_.write_attempt(slot_, attempt_record(status, c, code, decision, delay_ms, now),
                           ms_between(attempt_started_, now));
 }
 
-void TurnRun::record_end(const EndRecord& e, Clock::time_point now) {
+void TurnRun::record_end(const EndRecord& e) {
+    const auto now = clock_.now();
     const TurnRecord turn = turn_record(e.outcome, e.status, e.error_class, e.code, e.bound, published(), now);
     if (e.with_attempt) {
         worker_.write_attempt_and_turn(slot_, attempt_record(e.attempt_status, e.classification, e.code, e.decision,
@@ -157,7 +158,7 @@ void TurnRun::end_answer(Ending& end, Failed& failed, const policy::Decision& de
     facts.client = client_has();
     facts.message = failed.detail;
     const policy::FailureAnswer a = policy::failure_answer(facts);
-    answer_bytes(end, a, failed, attempts_);
+    answer_bytes(end, a, failed, replays_.attempts());
     record_end({failed.record_status(), &failed.classification, a.code, a.record_decision, a.outcome,
                 a.record_status, policy::to_string(a.cls), a.bound, !after_wait});
 }
@@ -191,7 +192,7 @@ Task<void> TurnRun::end_at_drain_limit() {
     facts.client = client_has();
     const policy::FailureAnswer a = policy::failure_answer(facts);
     Ending end;
-    answer_bytes(end, a, failed, attempts_);
+    answer_bytes(end, a, failed, replays_.attempts());
     record_end({std::nullopt, &failed.classification, a.code, a.record_decision, a.outcome, a.record_status,
                 policy::to_string(a.cls), a.bound});
     if (client_gone_ || writing_) co_return;
@@ -208,7 +209,7 @@ Task<bool> TurnRun::digest_mismatch() {
     facts.client = client_has();
     const policy::FailureAnswer a = policy::failure_answer(facts);
     Ending end;
-    answer_bytes(end, a, failed, attempts_ - 1);
+    answer_bytes(end, a, failed, replays_.attempts() - 1);
     record_end({std::nullopt, &failed.classification, a.code, a.record_decision, a.outcome, a.record_status,
                 policy::to_string(a.cls), a.bound});
     co_return co_await write_ending(end);
@@ -223,11 +224,11 @@ std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body,
     transport::Exchange& ex = *a.exchange;
     // One clock reading for the answer's first byte, the connection's idle
     // start and both records: they are the same moment to a microsecond.
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     first_byte_at_ = now;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
-    head.add_modelproxy(attempts_, plan_.request_id);
+    head.add_modelproxy(replays_.attempts(), plan_.request_id);
     if (!plan_.head_request) head.content_length(body.size());
     if (!keep_alive()) head.add("connection", "close");
     const int status = static_cast<int>(ex.head().result_int());

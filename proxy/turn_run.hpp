@@ -15,7 +15,9 @@
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
 #include "policy/failure_answer.hpp"
+#include "policy/turn_replays.hpp"
 #include "proxy/turn.hpp"
+#include "proxy/turn_clock.hpp"
 #include "proxy/turn_watch.hpp"
 #include "sse/stream_rules.hpp"
 #include "transport/upstream.hpp"
@@ -52,7 +54,7 @@ public:
         ended,      // the turn's records are written; at most its last write remains
     };
 
-    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch)
+    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch, const TurnClock& clock)
         : worker_(worker),
           client_(client),
           plan_(plan),
@@ -61,7 +63,9 @@ public:
           slot_(plan.runtime->metric_slots[plan.route_index]),
           attempt_started_(plan.started),
           digest_(plan.digest),
-          watch_(watch) {}
+          watch_(watch),
+          clock_(clock),
+          replays_(route_.retry, plan.deadline) {}
 
     Task<bool> run();
     // run() with the hold ticker beside it: stream turns only (run_turn).
@@ -70,7 +74,7 @@ public:
     bool ended() const { return phase_ == Phase::ended; }
     // The drain limit cut the turn (docs/behaviour.md section 11).
     Task<void> end_at_drain_limit();
-    int attempts() const { return attempts_; }
+    int attempts() const { return replays_.attempts(); }
     // Anything of the answer reached the client: a head, or the upstream's answer.
     bool published() const { return phase_ == Phase::head_out || phase_ == Phase::answering; }
     Clock::time_point attempt_started() const { return attempt_started_; }
@@ -111,6 +115,17 @@ private:
     // A failure whose class an observation gave.
     static Failed failure(policy::FailureKind kind, const policy::Classification& c);
 
+    // The candidate an attempt goes to (docs/behaviour.md section 13): one
+    // for now, the turn's route.
+    struct Candidate {
+        std::size_t route_index;
+        const config::Route& route;
+    };
+    Candidate pick_candidate() const { return {plan_.route_index, route_}; }
+    // The failed attempt's decision (policy/turn_replays.hpp), at the turn
+    // clock's now, with its draw.
+    policy::Decision decide(const Failed& failed);
+
     // What try_attempt came to: the turn answered (with whether the client
     // connection stays open), or a failure in `failed` to decide on.
     struct AttemptEnd {
@@ -136,7 +151,7 @@ private:
     }
 
     // turn_attempt.cpp: one attempt, sent and read.
-    Task<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
+    Task<AttemptEnd> try_attempt(const Candidate& candidate, Attempt& a, Failed& failed);
     Failed transport_failure(transport::Fault fault);
     // True when the body is refused; `failed` then says why.
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
@@ -154,7 +169,6 @@ private:
         worker_.counters(plan_.runtime->idle_slots[plan_.route_index])
             .idle_connections.store(static_cast<std::int64_t>(pool.idle()), std::memory_order_relaxed);
     }
-    static double draw();
 
     // stream_relay.cpp: a stream attempt. The coroutine waits (reads,
     // writes); the plain relay_* functions do the work in between, as the
@@ -265,7 +279,7 @@ private:
     };
     // The records of the turn's end, the attempt's and the turn's in one
     // write; the phase moves to ended.
-    void record_end(const EndRecord& r, Clock::time_point now = Clock::now());
+    void record_end(const EndRecord& r);
     void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                         std::string_view decision, std::int64_t delay_ms);
     // The records as they stand at `now`.
@@ -310,7 +324,8 @@ private:
     Clock::time_point attempt_started_;
     std::string& digest_;       // plan_.digest (scratch)
     TurnWatch& watch_;          // run_turn's, which outlives the turn
-    int attempts_ = 0;
+    const TurnClock& clock_;    // the server's: now() and the jitter's draw()
+    policy::TurnReplays replays_;  // the attempt counter, the summed wait, the deadline
     Phase phase_ = Phase::held;
     // Facts of the client socket, not of the turn's phase.
     bool writing_ = false;      // a client write is in flight
