@@ -106,6 +106,7 @@ void TurnRun::publish(transport::Exchange& ex) {
     const bool head_out = phase_ == Phase::head_out;
     start_answering();
     if (head_out) return;
+    client_status_ = static_cast<int>(ex.head().result_int());
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
     head.add_modelproxy(replays_.attempts(), plan_.request_id);

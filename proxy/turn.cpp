@@ -41,6 +41,7 @@ Task<bool> TurnRun::run() {
         // Attempt 1 starts with the turn (prepare() read the clock a few
         // microseconds ago); a replay reads it again.
         attempt_started_ = attempt == 1 ? plan_.started : clock_.now();
+        attempt_status_ = 0;
 
         // Send and read: the attempt answers the turn, or fails.
         const AttemptEnd end = co_await try_attempt(candidate, a, failed);
@@ -52,6 +53,7 @@ Task<bool> TurnRun::run() {
 
         // Wait, then check again before the send: the wait may have overrun.
         record_attempt(failed.record_status(), &failed.classification, failed.code(), "retry", decision.wait_ms);
+        attempt_status_ = 0;  // recorded: a cut during the wait is of no attempt's answer
         // An upstream answer read whole leaves its connection reusable.
         if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
         if (!wait_timer) wait_timer.emplace(client_.get_executor());
@@ -71,35 +73,6 @@ policy::Decision TurnRun::decide(const Failed& failed) {
     const auto failure = policy::failure_of(failed.classification, failed.status, failed.retry_after_ms);
     return replays_.after_failure(failure, clock_.now(), clock_.draw());
 }
-
-namespace {
-
-// A turn the client cut by hanging up: recorded as cancelled, not as a
-// provider failure. A plain function, so the records are on the stack and
-// not in run_turn's coroutine frame (kept small enough for Asio to recycle).
-void record_client_left(Worker& worker, const ForwardPlan& plan, const TurnRun& turn) {
-    AttemptRecord a;
-    a.request_id = plan.request_id;
-    a.route = plan.runtime->config.routes[plan.route_index].name;
-    a.model = plan.client_model;
-    a.attempt = std::max(1, turn.attempts());
-    a.error_class = "cancelled";
-    a.decision = "cancelled";
-    a.remaining_ms = std::max<std::int64_t>(0, ms_between(Clock::now(), plan.deadline));
-    TurnRecord r;
-    r.attempts = std::max(1, turn.attempts());
-    r.request_id = plan.request_id;
-    r.route = plan.runtime->config.routes[plan.route_index].name;
-    r.model = plan.client_model;
-    r.outcome = "cancelled";
-    r.error_class = "cancelled";
-    r.stream = plan.wants_stream;
-    r.duration_ms = ms_between(plan.started, Clock::now());
-    const std::uint16_t slot = plan.runtime->metric_slots[plan.route_index];
-    worker.write_attempt_and_turn(slot, a, ms_between(turn.attempt_started(), Clock::now()), r);
-}
-
-}  // namespace
 
 void ForwardPlan::clear() {
     runtime.reset();
@@ -206,7 +179,7 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::can
         co_return false;
     }
     // The client hung up: the turn was cut.
-    record_client_left(worker, plan, turn);
+    turn.record_cancelled();
     co_return false;
 }
 

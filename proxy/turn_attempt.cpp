@@ -84,6 +84,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attem
     } else {
         transport::Exchange& ex = *a.exchange;
         const int status = static_cast<int>(ex.head().result_int());
+        attempt_status_ = status;
         if (status >= 300 && status < 400) {
             failed = failure(K::upstream_redirect, policy::classify_http(status, {}, plan_.endpoint));
         } else if (status >= 200 && status < 300 && ex.event_stream()) {

@@ -181,6 +181,17 @@ Task<bool> TurnRun::end_turn(Failed& failed, const policy::Decision& decision, b
     co_return co_await write_ending(end);
 }
 
+// A turn the client cut by hanging up (docs/behaviour.md sections 6 and
+// 10): recorded as cancelled, not as a provider failure. The turn record's
+// status is what the client got (the head the hold limit or publication
+// sent, else none); the attempt record's is the upstream's answer, when the
+// attempt had one.
+void TurnRun::record_cancelled() {
+    const policy::Classification c{policy::ErrorClass::cancelled, false, policy::TimeoutSource::none, ""};
+    const auto status = [](int s) { return s ? std::optional<int>(s) : std::nullopt; };
+    record_end({status(attempt_status_), &c, "", "cancelled", "cancelled", status(client_status_), "cancelled", ""});
+}
+
 // The drain limit ended the turn (docs/behaviour.md section 11). A stream
 // whose head is out ends with the closing error event; a turn that
 // published nothing gets a 503 envelope. Either way the connection closes.

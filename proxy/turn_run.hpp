@@ -74,10 +74,8 @@ public:
     bool ended() const { return phase_ == Phase::ended; }
     // The drain limit cut the turn (docs/behaviour.md section 11).
     Task<void> end_at_drain_limit();
-    int attempts() const { return replays_.attempts(); }
-    // Anything of the answer reached the client: a head, or the upstream's answer.
-    bool published() const { return phase_ == Phase::head_out || phase_ == Phase::answering; }
-    Clock::time_point attempt_started() const { return attempt_started_; }
+    // The client left and the watch cut the turn: its records, cancelled.
+    void record_cancelled();
 
 private:
     struct Attempt {
@@ -141,9 +139,14 @@ private:
     };
 
     // The transitions of the phase, forward only.
-    void release_head() { phase_ = Phase::head_out; }     // held -> head_out (hold limit)
+    void release_head() {  // held -> head_out (hold limit): a 200 stream head
+        phase_ = Phase::head_out;
+        client_status_ = 200;
+    }
     void start_answering() { phase_ = Phase::answering; }  // held | head_out -> answering (publication)
     void mark_ended() { phase_ = Phase::ended; }           // any -> ended (the turn's records)
+    // Anything of the answer reached the client: a head, or the upstream's answer.
+    bool published() const { return phase_ == Phase::head_out || phase_ == Phase::answering; }
     policy::ClientHas client_has() const {
         return phase_ == Phase::answering ? policy::ClientHas::answer_text
                : phase_ == Phase::head_out ? policy::ClientHas::head
@@ -330,6 +333,8 @@ private:
     // Facts of the client socket, not of the turn's phase.
     bool writing_ = false;      // a client write is in flight
     bool client_gone_ = false;  // a client write failed: nothing more is written
+    int attempt_status_ = 0;    // the running attempt's upstream status, once its head is read
+    int client_status_ = 0;     // the status of the head the client got, once one went out
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
     // Made on the first write that has to wait: constructing an Asio timer
     // looks its service up under a mutex, and most turns never wait here.

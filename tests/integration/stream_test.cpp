@@ -387,7 +387,11 @@ TEST_CASE("a client that disconnects mid-stream closes the upstream connection",
     CHECK(fake.wait_for_peer_close(0, bound));
     const auto turn = turn_record(*proxy);
     REQUIRE(turn);
+    CAPTURE(turn->line());
     CHECK(turn->str("outcome") == "cancelled");
+    // The record says what the client got: the published 200 stream.
+    CHECK(turn->integer("status") == 200);
+    CHECK(turn->boolean("published") == true);
 }
 
 TEST_CASE("answer text is published without waiting for the next upstream event", "[stream]") {
