@@ -1,6 +1,6 @@
 // The head hold ticker that races a stream turn (TurnRun::run_with_ticker).
 // Kept apart from the relay (stream_relay.cpp): it shares only the turn's
-// flags with a stream attempt.
+// phase with a stream attempt.
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
 
@@ -8,28 +8,28 @@
 
 namespace modelproxy::proxy {
 
-// SPEC section 7's head hold limit: a stream turn that has published nothing
-// after stream_head_hold_ms (waits and throttles included) publishes its head
-// and then a `: keep-alive` comment every 10 s, so load balancers and client
-// header timeouts do not cut it. Events stay held: a replay is still
-// invisible until answer text. Never completes by itself (it is one side of
-// run_with_ticker's race); it goes quiet once answer text is out or the turn ends.
+// docs/behaviour.md section 7's head hold limit: a stream turn that has
+// published nothing after stream_head_hold_ms (waits and throttles included)
+// publishes its head and then a `: keep-alive` comment every 10 s, so load
+// balancers and client header timeouts do not cut it. Events stay held: a
+// replay is still invisible until answer text. Never completes by itself
+// (it is one side of run_with_ticker's race); it goes quiet once the phase
+// leaves head_out (answer text is out, or the turn ended).
 Task<void> TurnRun::hold_ticker() {
     co_await asio::this_coro::throw_if_cancelled(false);
     Timer timer(client_.get_executor());
     timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
     auto [ec] = co_await timer.async_wait(use_tuple);
-    if (!ec && !head_out_ && !ending_) {
-        head_out_ = true;
+    if (!ec && phase_ == Phase::held) {
+        release_head();
         ResponseHead head(200);
         head.add("content-type", "text/event-stream");
         head.add("cache-control", "no-cache");
-        head.add_modelproxy(attempts_, plan_.request_id);
+        head.add_modelproxy(replays_.attempts(), plan_.request_id);
         stream_framing(head);
         std::string text = head.finish();
-        published_ = true;
         bool ok = co_await write(text);
-        while (ok && !answering_ && !ending_) {
+        while (ok && phase_ == Phase::head_out) {
             ok = co_await write_chunk(": keep-alive\n\n");
             if (co_await cut()) co_return;
             timer.expires_after(std::chrono::seconds(10));

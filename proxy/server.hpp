@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/records.hpp"
+#include "proxy/turn_clock.hpp"
 #include "proxy/turn_watch.hpp"
 #include "sse/credentials.hpp"
 #include "sse/inspect.hpp"
@@ -74,6 +75,8 @@ struct Shared {
     std::atomic<std::int64_t> inflight_turns{0};
     RecordLog log;
     metrics::Registry& registry = metrics::Registry::process();
+    // What turns read the time and draw their jitter from (turn_clock.hpp).
+    TurnClock turn_clock;
 };
 
 class Worker {

@@ -1,14 +1,16 @@
-// A stream attempt's relay state (SPEC section 7), kept out of the coroutine
-// that waits on the upstream reads: Asio recycles coroutine frames of up to
-// 1020 bytes only, and a bigger frame costs a heap allocation per stream
-// (issue 2). One StreamRelay lives in each request slot's ForwardPlan and is
-// reused from attempt to attempt, so its buffers keep their capacity.
-// TurnRun::stream_attempt (stream_relay.cpp) waits; TurnRun's plain relay_*
-// functions do the work of each read on this state and say what to wait for
-// next as a RelayStep.
+// A stream attempt's relay state (docs/behaviour.md section 7), kept out of
+// the coroutine that waits on the upstream reads: Asio recycles coroutine
+// frames of up to 1020 bytes only, and a bigger frame costs a heap
+// allocation per stream. One StreamRelay lives in each request slot's
+// ForwardPlan and is reused from attempt to attempt, so its buffers keep
+// their capacity. TurnRun::stream_attempt (stream_relay.cpp) waits; TurnRun's
+// plain relay_* functions (stream_events.cpp) do the work of each read on
+// this state, as the stream rules say (sse/stream_rules.hpp), and say what
+// to wait for next as a RelayStep.
 #pragma once
 
 #include "policy/classify.hpp"
+#include "policy/failure_answer.hpp"
 #include "policy/provider_error.hpp"
 #include "sse/credentials.hpp"
 #include "sse/identity.hpp"
@@ -37,7 +39,7 @@ enum class RelayStep {
 
 // After publication, the checked events of one upstream read, to go out as
 // one chunk. Events that follow each other where the read put them are kept
-// as one view, not copied (issue 7: a copy of every stream byte); anything
+// as one view, not copied (a copy of every stream byte); anything
 // else is copied into `text`, which the view follows. The view is valid until
 // the next upstream read, so `out` is written before it (and before the
 // connection goes back to the pool).
@@ -65,15 +67,12 @@ private:
 
 struct StreamRelay {
     // How a close step ends the client stream after publication: the
-    // closing error event (or nothing more when the upstream's own error
-    // event was forwarded), recorded with `outcome` (refused for a section 8
-    // refusal, else terminal).
+    // failure it ends on (policy::failure_answer gives its closing error
+    // event, or nothing more after the upstream's own forwarded error event).
     struct Close {
         policy::Classification classification;
-        std::string_view code;  // static text, or the attempt failure's code
-        bool forwarded_error = false;
-        std::string_view outcome = "terminal";
-        std::string_view message;  // the closing event's; static text, or the attempt failure's
+        policy::FailureKind failure = policy::FailureKind::stream_cut;
+        std::string_view detail;  // the message where the kind's row has none (plan-owned)
     };
 
     sse::Reader reader;
@@ -98,7 +97,7 @@ struct StreamRelay {
     bool saw_done = false, saw_end = false, saw_finish = false, saw_event = false;
     std::optional<policy::ProviderError> error_event;  // a structured error event, before answer text
     // /responses: the sequence_number of the last event held or forwarded,
-    // for the closing error event's (SPEC section 7).
+    // for the closing error event's (docs/behaviour.md section 7).
     std::optional<std::uint64_t> last_sequence;
     std::chrono::steady_clock::time_point started;
     Close close;
@@ -117,7 +116,7 @@ struct StreamRelay {
 
 private:
     // One object reused from attempt to attempt, so its cached model keeps
-    // its storage (issue 2).
+    // its storage.
     std::optional<sse::StreamIdentity> identity_;
 };
 

@@ -1,14 +1,25 @@
 // One turn's run, private to the files that implement it: turn.cpp (the
-// attempt loop, its decisions and run_turn), turn_end.cpp (the answers that
-// end a turn, its records and the client writes) and stream_relay.cpp (a
-// stream attempt's relay and the head hold ticker). run_turn (turn.hpp) is
-// the only way in.
+// attempt loop and run_turn), turn_attempt.cpp (one attempt: sent, read, its
+// failure), turn_end.cpp (the answers that end a turn and its records),
+// turn_write.cpp (the client writes), stream_relay.cpp and stream_events.cpp
+// (a stream attempt's relay) and hold_ticker.cpp (the head hold limit).
+// run_turn (turn.hpp) is the only way in.
+//
+// The turn is a state machine: its Phase says what the client has, and only
+// the named transitions below move it, forward only. Its decisions are pure
+// values from policy/ (replay or not, how long to wait, which bound ends it;
+// what the client sees of a failure) and sse/ (the stream rules); the turn
+// does the I/O they ask for, and sleeps.
 #pragma once
 
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
+#include "policy/failure_answer.hpp"
+#include "policy/turn_replays.hpp"
 #include "proxy/turn.hpp"
+#include "proxy/turn_clock.hpp"
 #include "proxy/turn_watch.hpp"
+#include "sse/stream_rules.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/this_coro.hpp>
@@ -34,7 +45,16 @@ policy::Transport transport_of(transport::Fault fault);
 
 class TurnRun {
 public:
-    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch)
+    // What the client has of the turn's answer (docs/behaviour.md section
+    // 7). Only the named transitions below move it, forward only.
+    enum class Phase {
+        held,       // nothing: a failed attempt is replayed unseen
+        head_out,   // the hold limit's head and keep-alives; events held, a replay still unseen
+        answering,  // published (answer text, a complete stream, an upstream answer passed on): no replay
+        ended,      // the turn's records are written; at most its last write remains
+    };
+
+    TurnRun(Worker& worker, Socket& client, ForwardPlan& plan, TurnWatch& watch, const TurnClock& clock)
         : worker_(worker),
           client_(client),
           plan_(plan),
@@ -43,17 +63,19 @@ public:
           slot_(plan.runtime->metric_slots[plan.route_index]),
           attempt_started_(plan.started),
           digest_(plan.digest),
-          watch_(watch) {}
+          watch_(watch),
+          clock_(clock),
+          replays_(route_.retry, plan.deadline) {}
 
     Task<bool> run();
     // run() with the hold ticker beside it: stream turns only (run_turn).
     Task<bool> run_with_ticker();
     Task<void> hold_ticker();
-    bool recorded() const { return recorded_; }  // the turn record is written
+    bool ended() const { return phase_ == Phase::ended; }
+    // The drain limit cut the turn (docs/behaviour.md section 11).
     Task<void> end_at_drain_limit();
-    int attempts() const { return attempts_; }
-    bool published() const { return published_; }
-    Clock::time_point attempt_started() const { return attempt_started_; }
+    // The client left and the watch cut the turn: its records, cancelled.
+    void record_cancelled();
 
 private:
     struct Attempt {
@@ -65,20 +87,20 @@ private:
     };
 
     // One attempt's failure, as the decision sees it, and what the client
-    // gets when the turn ends on it.
+    // gets when the turn ends on it (policy::failure_answer).
     struct Failed {
+        policy::FailureKind kind = policy::FailureKind::connection_dropped;
         policy::Classification classification;
-        int status = 0;                          // HTTP status, 0 for transport faults
-        std::string code;                        // envelope / record code ("" for upstream answers)
-        std::string message;                     // envelope message (transport faults only)
+        int status = 0;                          // a non-2xx HTTP status to pass on or keep, 0 when none
+        std::string_view detail;                 // the message, where the kind's row has none (plan-owned)
         std::optional<std::int64_t> retry_after_ms;
         Attempt attempt;                         // the upstream answer to pass on (status != 0 or a held stream)
         std::string body;
         std::optional<std::string> held_stream;  // a 200 stream's held events ending in an error event
-        bool refusal = false;                    // a section 8 refusal: 502 with its code, never retried
-        bool key_echoed = false;                 // a non-2xx answer carrying an upstream key: its status, our envelope
         int stream_status = 0;                   // 200 when the failure was inside a 200 stream
 
+        bool refusal() const { return policy::row(kind).refusal; }
+        std::string_view code() const { return policy::row(kind).code; }
         // The status an attempt record shows: the HTTP answer, if there was one.
         std::optional<int> record_status() const {
             if (status) return status;
@@ -86,18 +108,26 @@ private:
             return std::nullopt;
         }
     };
+    // A failure of a kind with a fixed class (refusals, the proxy's own).
+    static Failed failure(policy::FailureKind kind);
+    // A failure whose class an observation gave.
+    static Failed failure(policy::FailureKind kind, const policy::Classification& c);
+
+    // The candidate an attempt goes to (docs/behaviour.md section 13): one
+    // for now, the turn's route.
+    struct Candidate {
+        std::size_t route_index;
+        const config::Route& route;
+    };
+    Candidate pick_candidate() const { return {plan_.route_index, route_}; }
+    // The failed attempt's decision (policy/turn_replays.hpp), at the turn
+    // clock's now, with its draw.
+    policy::Decision decide(const Failed& failed);
 
     // What try_attempt came to: the turn answered (with whether the client
     // connection stays open), or a failure in `failed` to decide on.
     struct AttemptEnd {
         bool answered = false;
-        bool keep_alive = false;
-    };
-
-    // What one streamed attempt came to: the turn is over (answered), or it
-    // failed before any answer text was published and the decision loop decides.
-    struct StreamEnd {
-        bool finished = false;
         bool keep_alive = false;
     };
 
@@ -108,20 +138,33 @@ private:
         bool capped = false;  // max_stream_ms, not the idle timeout, set `until`
     };
 
-    // turn.cpp: the attempt loop.
-    Task<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
+    // The transitions of the phase, forward only.
+    void release_head() {  // held -> head_out (hold limit): a 200 stream head
+        phase_ = Phase::head_out;
+        client_status_ = 200;
+    }
+    void start_answering() { phase_ = Phase::answering; }  // held | head_out -> answering (publication)
+    void mark_ended() { phase_ = Phase::ended; }           // any -> ended (the turn's records)
+    // Anything of the answer reached the client: a head, or the upstream's answer.
+    bool published() const { return phase_ == Phase::head_out || phase_ == Phase::answering; }
+    policy::ClientHas client_has() const {
+        return phase_ == Phase::answering ? policy::ClientHas::answer_text
+               : phase_ == Phase::head_out ? policy::ClientHas::head
+                                           : policy::ClientHas::nothing;
+    }
+
+    // turn_attempt.cpp: one attempt, sent and read.
+    Task<AttemptEnd> try_attempt(const Candidate& candidate, Attempt& a, Failed& failed);
     Failed transport_failure(transport::Fault fault);
     // True when the body is refused; `failed` then says why.
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
-    static Failed refusal(std::string_view rule, std::string_view code, std::string_view message,
-                          policy::ErrorClass cls);
-    static Failed credential_refusal();
-    // SPEC section 8: an injected upstream key in the upstream answer's head
-    // (its reason phrase, field names and values), which the client would get.
+    // docs/behaviour.md section 8: an injected upstream key in the upstream
+    // answer's head (its reason phrase, field names and values), which the
+    // client would get.
     bool head_carries_key(const transport::Exchange& ex) const;
-    // A model_identity_mismatch (SPEC sections 8 and 9): its message names
-    // `answered` (the refused model, "" when none) and the accepted names,
-    // kept in the plan for the attempt record too.
+    // A model_identity_mismatch (docs/behaviour.md sections 8 and 9): its
+    // message names `answered` (the refused model, "" when none) and the
+    // accepted names, kept in the plan for the attempt record too.
     Failed identity_refusal(sse::IdentityVerdict verdict, std::string_view answered);
     void give_back(Attempt& a, Clock::time_point now = Clock::now());
     // The idle gauge of this route's pool, after the pool changed.
@@ -129,36 +172,44 @@ private:
         worker_.counters(plan_.runtime->idle_slots[plan_.route_index])
             .idle_connections.store(static_cast<std::int64_t>(pool.idle()), std::memory_order_relaxed);
     }
-    static double draw();
 
     // stream_relay.cpp: a stream attempt. The coroutine waits (reads,
-    // writes); the plain relay_* functions do the work in between.
-    Task<StreamEnd> stream_attempt(Attempt& a, Failed& failed);
+    // writes); the plain relay_* functions do the work in between, as the
+    // stream rules (sse/stream_rules.hpp) say.
+    Task<AttemptEnd> stream_attempt(Attempt& a, Failed& failed);
     StreamRelay& start_relay();
     ReadLimit read_limit() const;
+    sse::StreamFacts stream_facts() const;
     // Feeds the last read to the reader, then relay_events().
     RelayStep relay_read(bool done, transport::Fault fault, Failed& failed, metrics::UsageTally& usage);
     // The complete events read so far, up to the first that needs a wait or ends the attempt.
     RelayStep relay_events(bool at_fault, Failed& failed, metrics::UsageTally& usage);
+    // One event's lines, inspected: what the stream rules judge.
+    sse::EventFacts event_facts(const sse::StreamFacts& stream, const sse::Event& event,
+                                sse::IdentityVerdict& verdict, bool& done, policy::ProviderError& declared);
     // After every event of a read: a fault, the stream's end, or read on.
     RelayStep relay_end(transport::Fault fault, bool done, bool capped, Failed& failed);
     RelayStep error_event_ends(Failed& failed);
-    RelayStep refuse_in_stream(const Failed& failed);
-    RelayStep close_with(const policy::Classification& c, std::string_view code, bool forwarded_error,
-                         std::string_view outcome = "terminal", std::string_view message = {});
+    // A section 8 refusal inside the stream: before publication the attempt
+    // fails with it; after it, the stream ends with its closing error event.
+    RelayStep refuse_in_stream(Failed& failed, policy::FailureKind kind,
+                               sse::IdentityVerdict verdict = sse::IdentityVerdict::ok);
+    RelayStep close_with(const policy::Classification& c, policy::FailureKind kind, std::string_view detail = {});
     // Publication (the first answer text, or a complete stream without
-    // any): the head is built and published_ set here; it goes out in the
-    // same write as the held events and the rest of the read (write_out).
+    // any): the head is built and the phase moves to answering here; it
+    // goes out in the same write as the held events and the rest of the
+    // read (write_out).
     void publish(transport::Exchange& ex);
     // The relay's `out` as one chunk, after the head when publication left
     // one pending, and before `after` (the last chunk), in one write.
     Task<bool> write_out(std::string_view after = {});
-    Task<StreamEnd> close_published();
+    Task<AttemptEnd> close_published();
     // The closing error event, as plan_.stream.close says, after `out`'s
-    // events. A plain function: its locals stay off close_published's frame.
-    void add_closing_event();
+    // events, and the records. A plain function: its locals stay off
+    // close_published's frame.
+    void end_published();
 
-    // turn_end.cpp: what ends the turn, its records, the client writes.
+    // turn_write.cpp: the client writes.
     // Up to seven pieces in one write: each client write is one syscall, and
     // a stream's head, events and last chunk go out together when they can.
     Task<bool> write(std::string_view a, std::string_view b = {}, std::string_view c = {}, std::string_view d = {},
@@ -183,10 +234,12 @@ private:
     // without `after` (stream_framing).
     Task<bool> write_chunk(std::string_view data, std::string_view data_more = {}, std::string_view head = {},
                            std::string_view head_body = {}, std::string_view after = {});
+
+    // turn_end.cpp: what ends the turn, and its records.
     Task<bool> end_turn(Failed& failed, const policy::Decision& decision, bool after_wait);
     // What end_turn writes, once the turn's records are written: the head and
-    // body in one write (no head when the hold limit's is out), then for a
-    // stream its last events and the last chunk.
+    // body in one write (no head when the client has one), then for a stream
+    // its last events and the last chunk.
     struct Ending {
         std::string head;
         std::string text;        // the proxy's own envelope or closing error event
@@ -194,43 +247,62 @@ private:
         std::string_view chunk;  // a stream's last events: the held ones, or `text`
         bool stream = false;
     };
+    // The answer (policy::failure_answer) for the turn ending on `failed`,
+    // its records (the last attempt's unless `after_wait` recorded it), and
+    // its bytes in `end`.
     void end_answer(Ending& end, Failed& failed, const policy::Decision& decision, bool after_wait);
+    // `answer`'s bytes into `end`; `failed` holds the upstream answer the
+    // upstream_answer and held_stream forms pass on. Before the records: a
+    // closing event's sequence number is read off the phase.
+    void answer_bytes(Ending& end, const policy::FailureAnswer& answer, Failed& failed, int attempts);
+    // The closing error event of `answer` (docs/behaviour.md section 7).
+    std::string closing_event(const policy::FailureAnswer& answer, int attempts) const;
+    // end_answer's bytes, written: the head and body, or a stream's last
+    // events and its last chunk. Whether the connection stays open.
+    Task<bool> write_ending(const Ending& end);
     // A whole 200 body that passed the boundary checks: its head is built,
     // the records written and the answer sent as far as the socket takes it
     // at once (write_at_once). The answer's result when that settled it, else
     // nullopt: try_attempt then awaits finish_write(answer_buffers(), taken).
-    // Not a coroutine (issue 7: most answers go out whole at once).
+    // Not a coroutine (most answers go out whole at once).
     std::optional<bool> answer_success(Attempt& a, const std::string& body, std::size_t& taken);
     std::array<asio::const_buffer, 2> answer_buffers(const std::string& body) const;
-    // The hold limit sent a stream head before a whole-body answer came: refused.
-    Task<bool> refuse_after_hold();
     Task<bool> digest_mismatch();
+    // What the last attempt's record and the turn's say when the turn ends.
+    struct EndRecord {
+        std::optional<int> attempt_status;
+        const policy::Classification* classification = nullptr;  // the attempt's; none on success
+        std::string_view code;
+        std::string_view decision;     // the attempt's
+        std::string_view outcome;      // the turn's
+        std::optional<int> status;     // the turn's: what the client got
+        std::string_view error_class;  // the turn's ("" on success)
+        std::string_view bound;
+        bool with_attempt = true;      // false: the attempt was recorded before a wait
+    };
+    // The records of the turn's end, the attempt's and the turn's in one
+    // write; the phase moves to ended.
+    void record_end(const EndRecord& r);
     void record_attempt(std::optional<int> status, const policy::Classification* c, std::string_view code,
                         std::string_view decision, std::int64_t delay_ms);
-    void record_turn(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
-                     std::string_view code, std::string_view bound);
-    // The last attempt and the turn, when the attempt's end is the turn's:
-    // both records in one write.
-    void record_attempt_and_turn(std::optional<int> attempt_status, std::string_view decision,
-                                 std::string_view outcome, std::optional<int> status,
-                                 const policy::Classification* c, std::string_view code,
-                                 Clock::time_point now = Clock::now());
     // The records as they stand at `now`.
     AttemptRecord attempt_record(std::optional<int> status, const policy::Classification* c, std::string_view code,
                                  std::string_view decision, std::int64_t delay_ms, Clock::time_point now) const;
-    TurnRecord turn_record(std::string_view outcome, std::optional<int> status, const policy::Classification* c,
-                           std::string_view code, std::string_view bound, Clock::time_point now) const;
+    TurnRecord turn_record(std::string_view outcome, std::optional<int> status, std::string_view error_class,
+                           std::string_view code, std::string_view bound, bool published,
+                           Clock::time_point now) const;
 
     bool keep_alive() const { return plan_.keep_alive && !worker_.shared().draining.load(); }
     // A stream head's framing: chunked, or to an HTTP/1.0 client none, the
-    // stream ending with the connection (SPEC section 4); `connection: close`
-    // when the connection ends after the answer.
+    // stream ending with the connection (docs/behaviour.md section 4);
+    // `connection: close` when the connection ends after the answer.
     void stream_framing(ResponseHead& head) const;
-    // The closing error event's sequence_number on /responses (SPEC section
-    // 7): one past the last forwarded event's; 0 when none was forwarded.
+    // The closing error event's sequence_number on /responses
+    // (docs/behaviour.md section 7): one past the last forwarded event's; 0
+    // when none was forwarded.
     std::uint64_t next_sequence_number() const {
         const auto& last = plan_.stream.last_sequence;
-        return answering_ && last ? *last + 1 : 0;
+        return phase_ == Phase::answering && last ? *last + 1 : 0;
     }
     // True once the client watcher has won the race: the turn then stops at
     // once, writes nothing more, and run_turn records it as cancelled.
@@ -255,14 +327,14 @@ private:
     Clock::time_point attempt_started_;
     std::string& digest_;       // plan_.digest (scratch)
     TurnWatch& watch_;          // run_turn's, which outlives the turn
-    int attempts_ = 0;
-    bool published_ = false;
-    bool client_gone_ = false;
-    bool recorded_ = false;
+    const TurnClock& clock_;    // the server's: now() and the jitter's draw()
+    policy::TurnReplays replays_;  // the attempt counter, the summed wait, the deadline
+    Phase phase_ = Phase::held;
+    // Facts of the client socket, not of the turn's phase.
     bool writing_ = false;      // a client write is in flight
-    bool head_out_ = false;     // the client has the response head (hold limit or publication)
-    bool answering_ = false;    // answer text is out: held events released, no replay possible
-    bool ending_ = false;       // the turn is writing its final answer
+    bool client_gone_ = false;  // a client write failed: nothing more is written
+    int attempt_status_ = 0;    // the running attempt's upstream status, once its head is read
+    int client_status_ = 0;     // the status of the head the client got, once one went out
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
     // Made on the first write that has to wait: constructing an Asio timer
     // looks its service up under a mutex, and most turns never wait here.

@@ -9,7 +9,7 @@
 // the min-max spread (tests/bench/bench.hpp).
 //
 // The headline ("identity + credentials per event") is the relay's whole
-// per-event boundary work, called as proxy/stream_relay.cpp calls it:
+// per-event boundary work, called as proxy/stream_events.cpp calls it:
 // the event's raw bytes to the credential stream scan, then for its data line
 // the decoded pass (a memchr: these lines hold no escape), one
 // Inspector::inspect (the only JSON parse, or none when the line repeats
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     StreamIdentity identity(rule);
     StreamScan scan = scanner.stream_scan();
 
-    // The relay's per-event work (proxy/turn.cpp stream_attempt).
+    // The relay's per-event work (proxy/stream_events.cpp).
     const auto relay_event = [&](const Event& e) {
         sink += static_cast<int>(scan.feed_bytes(e.raw));
         for (std::size_t i = 0; i < e.data.size(); ++i) {

@@ -6,7 +6,7 @@
 // are, the scan must refuse:
 //  - the whole body (BodyScan, any Content-Type: the proxy ignores it);
 //  - the body as one SSE data line, read as the relay reads it
-//    (proxy/stream_relay.cpp) in reads cut anywhere;
+//    (proxy/stream_events.cpp) in reads cut anywhere;
 //  - the secret split between two chat events' answer text, each half
 //    spelled on its own.
 // Also: the decoder never writes past its input's length (ASan: the buffer

@@ -109,3 +109,44 @@ TEST_CASE("a JSON 200 that comes after the hold limit ends the stream with a not
     CHECK(r.body.find("[DONE]") == std::string::npos);
     CHECK(fake.request_count() == 1);
 }
+
+// docs/behaviour.md section 10: the turn record's status is what the client
+// got. A client that leaves after the hold limit sent it a 200 head (and a
+// keep-alive comment) got a 200: its cancelled turn says so, published.
+TEST_CASE("a client that leaves after the hold limit's head is recorded cancelled with status 200",
+          "[stream][hold]") {
+    FakeProvider fake;
+    // A 200 stream head and a role-only event, then nothing: no answer text,
+    // so the events stay held and the hold limit publishes the head.
+    SseOptions options;
+    options.end = SseEnd::hang;
+    fake.push(Script::sse({role}, options));
+    ProxyProcess proxy({.config_yaml = config(fake, "{}")});
+    proxy.start();
+    {
+        HttpClient client = proxy.client({.timeout = 10s});
+        REQUIRE_FALSE(client.send_request("POST", "/v1/chat/completions",
+                                          {{"content-type", "application/json"}, {"x-request-id", "left-held"}},
+                                          request));
+        const RawRead first = client.read_raw_until(": keep-alive", bound);
+        CAPTURE(first.bytes);
+        REQUIRE(first.bytes.rfind("HTTP/1.1 200 ", 0) == 0);
+        REQUIRE(first.bytes.find(": keep-alive") != std::string::npos);
+        client.close();
+    }
+    const auto turn = proxy.wait_for_record(
+        [](const JsonRecord& r) { return r.event() == "turn" && r.str("request_id") == "left-held"; }, bound);
+    REQUIRE(turn);
+    CAPTURE(turn->line());
+    CHECK(turn->str("outcome") == "cancelled");
+    CHECK(turn->str("class") == "cancelled");
+    CHECK(turn->integer("status") == 200);
+    CHECK(turn->boolean("published") == true);
+    const auto attempt = proxy.wait_for_record(
+        [](const JsonRecord& r) { return r.event() == "attempt" && r.str("request_id") == "left-held"; }, bound);
+    REQUIRE(attempt);
+    CAPTURE(attempt->line());
+    CHECK(attempt->str("decision") == "cancelled");
+    CHECK(attempt->str("class") == "cancelled");
+    CHECK(attempt->integer("status") == 200);  // the upstream's head, which the attempt got
+}

@@ -283,6 +283,8 @@ TEST_CASE("a client that half-closes after a whole request", "[hostile]") {
             [](const JsonRecord& r) { return r.event() == "turn" && r.str("request_id") == "half-closed"; }, bound);
         REQUIRE(turn);
         CHECK(turn->str("outcome") == "cancelled");
+        CHECK(turn->is_null("status"));  // the client got nothing
+        CHECK(turn->boolean("published") == false);
         const RawRead rest = client.read_some_raw(bound);
         CHECK(rest.closed());
         CHECK(rest.bytes.empty());

@@ -387,7 +387,11 @@ TEST_CASE("a client that disconnects mid-stream closes the upstream connection",
     CHECK(fake.wait_for_peer_close(0, bound));
     const auto turn = turn_record(*proxy);
     REQUIRE(turn);
+    CAPTURE(turn->line());
     CHECK(turn->str("outcome") == "cancelled");
+    // The record says what the client got: the published 200 stream.
+    CHECK(turn->integer("status") == 200);
+    CHECK(turn->boolean("published") == true);
 }
 
 TEST_CASE("answer text is published without waiting for the next upstream event", "[stream]") {
@@ -505,4 +509,27 @@ TEST_CASE("a data line that is not JSON is refused: 502 unparseable_event", "[st
     auto proxy = start_proxy(routes(fake));
     const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
     check_refused(*proxy, fake, r, "unparseable_event");
+}
+
+// docs/behaviour.md section 7: after answer text, a data line that is not JSON
+// ends the client stream with the closing error event of its refusal, whose
+// message names that fault (not a break of the upstream stream).
+TEST_CASE("a data line that is not JSON after answer text ends the stream with its own closing event",
+          "[stream]") {
+    FakeProvider fake;
+    fake.push(Script::sse({role_event(), text_event(), "data: this is not json\n\n", text_event(" more"), done_event}));
+    auto proxy = start_proxy(routes(fake));
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.body ==
+          role_event() + text_event() +
+              R"(data: {"error":{"type":"unparseable_event","code":502,"message":"the upstream stream carried a data line that is not JSON","class":"identity","decision":"terminal","bound":null,"attempts":1}})"
+              "\n\n");
+    const auto turn = turn_record(*proxy);
+    REQUIRE(turn);
+    CHECK(turn->str("outcome") == "refused");
+    CHECK(turn->str("code") == "unparseable_event");
+    CHECK(fake.request_count() == 1);
 }

@@ -337,7 +337,7 @@ TEST_CASE("credentials: events from sse::Reader, any read size", "[credentials]"
         for (std::size_t at = 0; at < body.size(); at += read) {
             reader.feed(std::string_view(body).substr(at, read));
             while (const auto* e = reader.next()) {
-                // As proxy/turn.cpp: the raw bytes, then each data line's fragments.
+                // As proxy/stream_events.cpp: the raw bytes, then each data line's fragments.
                 scan.feed_bytes(e->raw);
                 for (std::size_t i = 0; i < e->data.size(); ++i)
                     scan.feed_answer_text(inspector.inspect(*e, i, Endpoint::chat_completions).answer_fragments);

@@ -1,4 +1,4 @@
-// A stream read as proxy/stream_relay.cpp relays it, for the credential
+// A stream read as proxy/stream_events.cpp relays it, for the credential
 // scan's property test (credentials_decoded_test.cpp) and its fuzz target
 // (tests/fuzz/credentials_fuzz.cpp): in reads that end at `cuts` (ascending
 // offsets) and at its end, feed_read per read, event_passed per event,
