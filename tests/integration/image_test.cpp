@@ -191,12 +191,16 @@ TEST_CASE("image: the build stage installs deploy/setup's toolchain and librarie
     const auto all = parse_dockerfile(dockerfile());
     const auto build = apt_installs(all, 0);
     const std::string setup = read_file(source_dir() / "deploy" / "setup");
-    const auto open = setup.find("packages=(");
-    REQUIRE(open != std::string::npos);
-    const auto close = setup.find(')', open);
-    REQUIRE(close != std::string::npos);
-    const auto words_listed = words(setup.substr(open + 10, close - open - 10));
-    const std::set<std::string> listed(words_listed.begin(), words_listed.end());
+    // setup's lists: the build's packages (`packages=(`) and the tests'
+    // (`packages+=(`), which a binary-only setup leaves out.
+    std::set<std::string> listed;
+    for (const std::string_view list : {std::string_view("packages=("), std::string_view("packages+=(")}) {
+        const auto open = setup.find(list);
+        REQUIRE(open != std::string::npos);
+        const auto close = setup.find(')', open);
+        REQUIRE(close != std::string::npos);
+        for (const auto& word : words(setup.substr(open + list.size(), close - open - list.size()))) listed.insert(word);
+    }
     // Every library the build links (setup's -dev packages; clang's runtime
     // is for the fuzz build only) and the toolchain. setup's other packages
     // are test tools the image does not build with, but for catch2, which
