@@ -5,7 +5,7 @@
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
 #include "policy/retry_after.hpp"
-#include "proxy/digest.hpp"
+#include "proxy/request.hpp"
 #include "proxy/turn_run.hpp"
 #include "proxy/turn_watch.hpp"
 #include "sse/inspect.hpp"

@@ -1,7 +1,7 @@
 // How a turn ends: its answers to the client (success, the upstream's
 // failure, the section 9 envelope, the drain limit), its records, and the
 // client writes every answer goes through.
-#include "proxy/local_answers.hpp"
+#include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
 #include "transport/write_now.hpp"
