@@ -2,7 +2,7 @@
 
 #include "policy/client_deadline.hpp"
 #include "proxy/metrics.hpp"
-#include "proxy/request_rules.hpp"
+#include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/request_parser.hpp"
@@ -15,7 +15,7 @@
 namespace modelproxy::proxy {
 
 // A body read with its declared length can be read in place by the JSON
-// reader (request_rules.hpp).
+// reader (request/json_body.hpp).
 static_assert(transport::RequestParser::body_padding >= json_padding);
 
 namespace {

@@ -7,8 +7,7 @@
 // coroutine's frame stays under the 1020 bytes Asio recycles.
 #pragma once
 
-#include "proxy/admission.hpp"
-#include "proxy/local_answers.hpp"
+#include "proxy/request.hpp"
 #include "proxy/server.hpp"
 #include "proxy/turn.hpp"
 

@@ -1,6 +1,6 @@
 #include "proxy/records.hpp"
 
-#include "proxy/json_string.hpp"
+#include "request/json_string.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -30,7 +30,7 @@ public:
     template <std::size_t N>
     void text(const char (&)[N]) { size += N - 1; }
     // Escaped worst case, or "null" when empty.
-    void str(std::string_view value) { size += json_string_bound(value.size()) + 2; }
+    void str(std::string_view value) { size += request::json_string_bound(value.size()) + 2; }
     // Quoted, or "null" when empty.
     void word(std::string_view value) { size += value.size() + 4; }
     void num(std::int64_t) { size += kNumberBound; }
@@ -53,7 +53,7 @@ public:
     // A string from outside (a client's request id, a model name): escaped.
     void str(std::string_view value) {
         if (value.empty()) return text("null");
-        p_ = write_json_string(p_, value);
+        p_ = request::write_json_string(p_, value);
     }
     // One of the proxy's own words (an event, a decision, a class, a rule,
     // a code, the digest's hex): nothing to escape, so no check.

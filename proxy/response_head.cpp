@@ -1,6 +1,6 @@
 #include "proxy/response_head.hpp"
 
-#include "proxy/request_rules.hpp"
+#include "proxy/request.hpp"
 
 #include <boost/beast/http/status.hpp>
 

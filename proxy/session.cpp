@@ -1,9 +1,8 @@
 #include "proxy/session.hpp"
 
 #include "policy/classify.hpp"
-#include "proxy/local_answers.hpp"
 #include "proxy/prepare.hpp"
-#include "proxy/request_rules.hpp"
+#include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
 #include "transport/field_scan.hpp"

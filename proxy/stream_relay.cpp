@@ -10,7 +10,7 @@
 #include "proxy/stream_relay.hpp"
 
 #include "policy/classify.hpp"
-#include "proxy/local_answers.hpp"
+#include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
 #include "sse/end_rule.hpp"

@@ -6,7 +6,7 @@
 
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
-#include "proxy/digest.hpp"
+#include "proxy/request.hpp"
 #include "proxy/turn_run.hpp"
 #include "proxy/turn_watch.hpp"
 

@@ -2,13 +2,13 @@
 // the answer relayed to the client (SPEC sections 5, 6, 7, 9, 10).
 //
 // The session hands over a ForwardPlan (the request, already checked and
-// routed by the pure rules of request_rules.hpp) and the client socket; the
+// routed by the pure rules of request/) and the client socket; the
 // turn owns the socket until it returns. Decisions (classification, replay,
 // bounds) are policy/'s pure functions; this file only does the I/O they ask for.
 #pragma once
 
 #include "policy/endpoint.hpp"
-#include "proxy/admission.hpp"
+#include "proxy/request.hpp"
 #include "policy/error_shape.hpp"
 #include "proxy/server.hpp"
 #include "proxy/stream_relay.hpp"

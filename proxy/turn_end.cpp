@@ -1,6 +1,6 @@
 // How a turn ends: its answers to the client (success, a failure as
 // policy::failure_answer says, the drain limit), and its records.
-#include "proxy/local_answers.hpp"
+#include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn_run.hpp"
 

@@ -37,7 +37,7 @@ void RequestParser::on_header_impl(error_code&) {}
 // As Beast's string_body reader: room for a declared length at once (the
 // parser's body_limit has already refused one above the limit), and
 // body_padding bytes past it, so that the JSON reader reads a large body
-// where it lies instead of a padded copy (proxy/request_rules.hpp).
+// where it lies instead of a padded copy (request/json_body.hpp).
 void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
     if (content_length) body_.reserve(static_cast<std::size_t>(*content_length) + body_padding);
 }

@@ -12,7 +12,7 @@
 // needs another read, is declined untouched and Beast parses it as before
 // (Exchange::read_head). What this takes is a subset of what Beast takes,
 // with Beast's result: the same status, reason, version, fields, body length
-// and keep-alive (tests/unit/proxy/whole_answer_test.cpp compares both on
+// and keep-alive (tests/unit/transport/whole_answer_test.cpp compares both on
 // cases and mutations, and the differential fuzz target
 // tests/fuzz/whole_message_fuzz.cpp on whatever it finds).
 //

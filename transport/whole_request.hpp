@@ -19,7 +19,7 @@
 // Everything else, a request that needs more reads included, is declined,
 // untouched, and Beast parses it as before: what this takes is a subset of
 // what Beast takes, and for it the result is Beast's (the same method,
-// target, version, fields and body; tests/unit/proxy/whole_request_test.cpp
+// target, version, fields and body; tests/unit/transport/whole_request_test.cpp
 // and the differential fuzz target tests/fuzz/whole_message_fuzz.cpp hold
 // both to that). No framing decision is made here that Beast would make
 // differently: a request with any doubt about its length is Beast's.

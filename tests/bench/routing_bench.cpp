@@ -1,5 +1,5 @@
-// Micro-benchmark of routing on a request body (SPEC section 4,
-// proxy/request_rules.hpp): what the session does with each request before
+// Micro-benchmark of routing on a request body (SPEC section 4, request/body.hpp
+// and request/routing.hpp): what the session does with each request before
 // anything goes upstream. Not built by default; one of the micro_benchmarks
 // target (tests/bench/CMakeLists.txt):
 //
@@ -13,7 +13,9 @@
 // model rewrite, and the whole sequence the session runs (check_path,
 // dispatch, inspect_body, decide_route, upstream_target, upstream_body).
 #include "config/config.hpp"
-#include "proxy/request_rules.hpp"
+#include "request/body.hpp"
+#include "request/routing.hpp"
+#include "request/target.hpp"
 #include "tests/bench/bench.hpp"
 
 #include <cstdio>
@@ -58,27 +60,27 @@ std::string chat_body(std::string_view model, std::size_t history_bytes) {
 void bench_body(const char* label, const std::string& body, const config::Config& config, std::size_t requests) {
     std::printf("%s: %zu bytes\n", label, body.size());
     const bench::Figure inspect = bench::ns_per_op(requests, [&](std::size_t) {
-        keep(proxy::inspect_body("application/json", body));
+        keep(request::inspect_body("application/json", body));
     });
     print("  inspect_body (validate, read model/stream)", inspect);
-    const proxy::BodyFacts facts = proxy::inspect_body("application/json", body);
+    const request::BodyFacts facts = request::inspect_body("application/json", body);
     const bench::Figure route = bench::ns_per_op(requests, [&](std::size_t) {
-        keep(proxy::decide_route("POST", "/v1/chat/completions", facts, config));
+        keep(request::decide_route("POST", "/v1/chat/completions", facts, config));
     });
     print("  decide_route", route);
     const bench::Figure rewrite = bench::ns_per_op(requests, [&](std::size_t) {
-        keep(proxy::upstream_body(body, facts, "gpt-4o-mini-2024-07-18"));
+        keep(request::upstream_body(body, facts, "gpt-4o-mini-2024-07-18"));
     });
     print("  upstream_body, model rewritten", rewrite);
     const bench::Figure whole = bench::ns_per_op(requests, [&](std::size_t) {
-        const proxy::Target target = proxy::check_path("/v1/chat/completions");
-        keep(proxy::dispatch("POST", target.path));
-        const proxy::BodyFacts f = proxy::inspect_body("application/json", body);
-        const proxy::RouteDecision decision = proxy::decide_route("POST", target.path, f, config);
-        const auto* forward = std::get_if<proxy::Forward>(&decision);
+        const request::Target target = request::check_path("/v1/chat/completions");
+        keep(request::dispatch("POST", target.path));
+        const request::BodyFacts f = request::inspect_body("application/json", body);
+        const request::RouteDecision decision = request::decide_route("POST", target.path, f, config);
+        const auto* forward = std::get_if<request::Forward>(&decision);
         if (forward == nullptr) return;
-        keep(proxy::upstream_target(*forward->route, target.path, target.query));
-        if (forward->upstream_model) keep(proxy::upstream_body(body, f, *forward->upstream_model));
+        keep(request::upstream_target(*forward->route, target.path, target.query));
+        if (forward->upstream_model) keep(request::upstream_body(body, f, *forward->upstream_model));
     });
     print("  whole routing sequence", whole);
 }
@@ -94,9 +96,9 @@ int main(int argc, char** argv) {
     }
     const config::Config& config = *loaded.config;
     const std::string small = R"({"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello."}]})";
-    const proxy::RouteDecision check = proxy::decide_route(
-        "POST", "/v1/chat/completions", proxy::inspect_body("application/json", small), config);
-    if (!std::holds_alternative<proxy::Forward>(check)) {
+    const request::RouteDecision check = request::decide_route(
+        "POST", "/v1/chat/completions", request::inspect_body("application/json", small), config);
+    if (!std::holds_alternative<request::Forward>(check)) {
         std::fprintf(stderr, "routing_bench: the small body is not forwarded\n");
         return 1;
     }

@@ -1,5 +1,5 @@
 // The top-level members of a JSON object, read by a plain scanner that shares
-// no code with simdjson or proxy/request_rules: request_fuzz's oracle for the
+// no code with simdjson or request/json_body: request_fuzz's oracle for the
 // routing facts (model, stream, background). Only for text that
 // check_strict_json() found valid; it does not validate.
 #pragma once
@@ -25,7 +25,7 @@ struct TopLevel {
 TopLevel top_level(std::string_view valid_json);
 
 // A JSON string's contents (between the quotes) decoded to UTF-8; an escaped
-// surrogate without its pair decodes to U+FFFD (what request_rules.hpp
+// surrogate without its pair decodes to U+FFFD (what request/json_body.hpp
 // promises for model names).
 std::string decode_json_string(std::string_view contents);
 

@@ -1,5 +1,5 @@
 // libFuzzer target for a client request up to the routing decision:
-// proxy/request_rules.hpp (pure: no Asio, no Beast) with two fixed configs,
+// the request rules of request/ (pure: no Asio, no Beast) with two fixed configs,
 // one with named routes only and one adding a "*" route. The request head
 // itself is parsed by Beast's request_parser in proxy/session.cpp; that is
 // not this project's code and is not fuzzed here (the hostile-client
@@ -17,7 +17,7 @@
 //    the depth bound); its top-level model / stream / background are those an
 //    independent scanner (json_top.hpp) finds, with the model's span on its
 //    bytes; a multipart model's span holds its name;
-//  - decide_route follows the table in request_rules.hpp row by row;
+//  - decide_route follows the table in request/routing.hpp row by row;
 //  - upstream_body with an upstream_model changes only the model's bytes and
 //    reads back as that model; with no string model it changes nothing;
 //  - upstream_target joins base path, path and both queries;
@@ -28,8 +28,12 @@
 #include "strict_json.hpp"
 
 #include "config/config.hpp"
-#include "proxy/local_answers.hpp"
-#include "proxy/request_rules.hpp"
+#include "request/body.hpp"
+#include "request/client_auth.hpp"
+#include "request/headers.hpp"
+#include "request/local_answers.hpp"
+#include "request/routing.hpp"
+#include "request/target.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -42,7 +46,7 @@
 namespace {
 
 using namespace modelproxy;
-using namespace modelproxy::proxy;
+using namespace modelproxy::request;
 
 // Two routes; names that need JSON escaping when rewritten.
 constexpr std::string_view named_yaml = R"(routes:
@@ -173,7 +177,7 @@ void check_facts(std::string_view content_type, std::string_view body, const Bod
     MP_FUZZ_CHECK(facts.wants_stream() == (kind == BodyKind::json && facts.json.stream));
 }
 
-// The routing table of request_rules.hpp, row by row.
+// The routing table of request/routing.hpp, row by row.
 void check_route(std::string_view method, std::string_view path, const BodyFacts& facts, const config::Config& cfg,
                  const RouteDecision& decision) {
     const Refusal* refusal = std::get_if<Refusal>(&decision);

@@ -1,10 +1,10 @@
-#include "proxy/digest.hpp"
+#include "request/digest.hpp"
 
 #include <openssl/evp.h>
 
 #include <algorithm>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 namespace {
 
@@ -73,4 +73,4 @@ bool replay_matches(std::string_view first_digest, std::string_view method, std:
     return digest == first_digest;
 }
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

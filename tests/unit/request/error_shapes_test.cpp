@@ -1,6 +1,6 @@
 // The proxy's own error answers in the shapes the SDKs read (SPEC sections 7
 // and 9): the Anthropic envelope, and the closing error event per endpoint.
-#include "proxy/local_answers.hpp"
+#include "request/local_answers.hpp"
 
 #include <boost/json/parse.hpp>
 #include <catch2/catch.hpp>
@@ -8,7 +8,7 @@
 #include <string>
 
 using namespace modelproxy;
-using namespace modelproxy::proxy;
+using namespace modelproxy::request;
 using policy::Endpoint;
 using policy::ErrorShape;
 

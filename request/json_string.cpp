@@ -1,9 +1,9 @@
-#include "proxy/json_string.hpp"
+#include "request/json_string.hpp"
 
 #include <cstdint>
 #include <cstring>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 namespace {
 
@@ -160,4 +160,4 @@ void append_json_string(std::string& out, std::string_view text) {
     out.resize(static_cast<std::size_t>(end - out.data()));
 }
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

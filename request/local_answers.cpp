@@ -1,10 +1,10 @@
-#include "proxy/local_answers.hpp"
+#include "request/local_answers.hpp"
 
-#include "proxy/json_string.hpp"
+#include "request/json_string.hpp"
 
 #include <boost/json.hpp>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 namespace json = boost::json;
 
@@ -224,4 +224,4 @@ LocalAnswer readyz(Readiness readiness) {
     return {200, status_body("ready")};
 }
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

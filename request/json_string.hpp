@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 // The most bytes write_json_string writes for `size` input bytes: the two
 // quotes and, at worst, a \u00XX escape (6 bytes) for every input byte.
@@ -24,4 +24,4 @@ char* write_json_string(char* out, std::string_view text);
 // The same string appended to `out`.
 void append_json_string(std::string& out, std::string_view text);
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

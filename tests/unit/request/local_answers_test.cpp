@@ -1,4 +1,4 @@
-#include "proxy/local_answers.hpp"
+#include "request/local_answers.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <tuple>
 
 using namespace modelproxy;
-using namespace modelproxy::proxy;
+using namespace modelproxy::request;
 
 namespace {
 

@@ -1,8 +1,6 @@
 // The per-thread recycling allocator (transport/recycling.hpp) that the
-// proxy's header fields and Asio's coroutine frames use, and the digest
-// written into a reused string.
+// proxy's header fields and Asio's coroutine frames use.
 #include "transport/asio_memory.hpp"  // first, as in the product
-#include "proxy/digest.hpp"
 #include "transport/recycling.hpp"
 
 #include <catch2/catch.hpp>
@@ -83,11 +81,4 @@ TEST_CASE("header fields on the recycling allocator behave as Beast's usual ones
     fields.clear();
     CHECK(copy["Content-Type"] == "application/json");
     CHECK(RecyclingAllocator<char>() == RecyclingAllocator<int>());
-}
-
-TEST_CASE("the digest written into a reused string equals the returned one", "[digest]") {
-    std::string out = "left over from an earlier turn, longer than any digest: " + std::string(100, 'x');
-    modelproxy::proxy::payload_digest(out, "POST", "/v1/chat/completions", "{}");
-    CHECK(out == modelproxy::proxy::payload_digest("POST", "/v1/chat/completions", "{}"));
-    CHECK(out == "sha256:eddd36aa377c75b2cf6b105236749ded8b7888d76dfbb613b7019943050ddac4");
 }

@@ -13,7 +13,10 @@
 // (authorize_client).
 #pragma once
 
-#include "proxy/request_rules.hpp"
+#include "request/client_auth.hpp"
+#include "request/head.hpp"
+#include "request/local_answers.hpp"
+#include "request/target.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -21,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 // The head's facts that admit() reads.
 struct HeadFacts {
@@ -64,4 +67,4 @@ struct Admission {
 // head whose framing is in doubt, ends the connection.
 Admission admit(const HeadFacts& head, const std::vector<std::string>& tokens, std::uint64_t max_body_bytes);
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

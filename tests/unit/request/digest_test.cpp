@@ -1,4 +1,4 @@
-#include "proxy/digest.hpp"
+#include "request/digest.hpp"
 
 #include <catch2/catch.hpp>
 #include <openssl/evp.h>
@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-using modelproxy::proxy::payload_digest;
-using modelproxy::proxy::replay_matches;
+using modelproxy::request::payload_digest;
+using modelproxy::request::replay_matches;
 
 TEST_CASE("the payload digest is SHA-256 over method, target and body", "[digest]") {
     // sha256("POST\n/v1/chat/completions\n{}"), computed independently with
@@ -80,4 +80,11 @@ TEST_CASE("the digest is the same from call to call and on every thread", "[dige
     for (std::thread& thread : threads) thread.join();
     for (const int r : right) CHECK(r == 200);
     CHECK(run(3) == 3);
+}
+
+TEST_CASE("the digest written into a reused string equals the returned one", "[digest]") {
+    std::string out = "left over from an earlier turn, longer than any digest: " + std::string(100, 'x');
+    payload_digest(out, "POST", "/v1/chat/completions", "{}");
+    CHECK(out == payload_digest("POST", "/v1/chat/completions", "{}"));
+    CHECK(out == "sha256:eddd36aa377c75b2cf6b105236749ded8b7888d76dfbb613b7019943050ddac4");
 }

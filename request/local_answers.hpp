@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 // The envelope `type` of a bad request (section 9) and of a failure the proxy
 // answers itself because no upstream answer can be passed on.
@@ -137,4 +137,4 @@ enum class Readiness { ready, draining };
 // SIGTERM/SIGINT. Never 503 because an upstream is down.
 LocalAnswer readyz(Readiness readiness);
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 std::string payload_digest(std::string_view method, std::string_view target, std::string_view body);
 // The same digest written into `out` (its capacity reused).
@@ -18,4 +18,4 @@ void payload_digest(std::string& out, std::string_view method, std::string_view 
 bool replay_matches(std::string_view first_digest, std::string_view method, std::string_view target,
                     std::string_view body);
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

@@ -1,6 +1,6 @@
-#include "proxy/admission.hpp"
+#include "request/admission.hpp"
 
-namespace modelproxy::proxy {
+namespace modelproxy::request {
 
 namespace {
 
@@ -48,4 +48,4 @@ Admission admit(const HeadFacts& head, const std::vector<std::string>& tokens, s
     return out;
 }
 
-}  // namespace modelproxy::proxy
+}  // namespace modelproxy::request

@@ -1,6 +1,6 @@
-// proxy/admission.hpp: what a request's head alone decides, before any body
+// request/admission.hpp: what a request's head alone decides, before any body
 // byte is read (SPEC sections 4 and 12). One row per case.
-#include "proxy/admission.hpp"
+#include "request/admission.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-using namespace modelproxy::proxy;
+using namespace modelproxy::request;
 
 namespace {
 
