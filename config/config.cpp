@@ -7,7 +7,7 @@ namespace modelproxy::config {
 
 namespace {
 
-// A problem is printed as one line (SPEC section 2), but its path and reason
+// A problem is printed as one line (docs/behaviour.md section 2), but its path and reason
 // echo keys and values from the file, which may hold line breaks: those and
 // other control characters (not tab) are written escaped, so a value cannot
 // end its line early or forge the next one.

@@ -1,4 +1,4 @@
-// The configuration of SPEC section 3 as plain values, its YAML loader and
+// The configuration of docs/behaviour.md section 3 as plain values, its YAML loader and
 // validator, and the embedded default (config/modelproxy.yaml, compiled in).
 //
 // Loading never throws: every problem is returned with its key path counted
@@ -49,7 +49,7 @@ struct Model {
     std::string upstream_model;          // rewritten into the upstream body
     // Identities accepted (glob *), as listed. Empty: none listed, and the
     // default applies: upstream_model and its dated snapshots, by the "*"
-    // route's rule (SPEC section 3, sse::wildcard_accepts).
+    // route's rule (docs/behaviour.md section 3, sse::wildcard_accepts).
     std::vector<std::string> accept;
 };
 
@@ -133,7 +133,7 @@ struct EnvResult {
 
 // Reads api_key_env and clients.tokens_env through getenv, fills Route::api_key
 // and Clients::tokens, and applies the rules that need them: api_key_required,
-// and SPEC section 12's refusal to listen open on a non-loopback address while a
+// and docs/behaviour.md section 12's refusal to listen open on a non-loopback address while a
 // route injects a key. Call after CLI overrides (--listen) are applied.
 EnvResult resolve_environment(Config& config, const Getenv& getenv);
 
@@ -150,7 +150,7 @@ ModelMatch find_model(const Config& config, std::string_view client_model);
 
 const Route* wildcard_route(const Config& config);
 
-// One row of the schema of SPEC section 3: every key the loader accepts, with
+// One row of the schema of docs/behaviour.md section 3: every key the loader accepts, with
 // the default and range the validator applies (the validator reads its ranges
 // from the same table, so docs/configuration.md, generated from it, cannot drift).
 // Paths use [] for list items: `retry.max_attempts`, `routes[].timeout_ms`,

@@ -1,6 +1,6 @@
 // resolve_environment: the step after loading that reads the variables the
-// file names (SPEC section 3: secrets never live in the file) and applies the
-// rules that need their values (api_key_required, SPEC section 12).
+// file names (docs/behaviour.md section 3: secrets never live in the file) and applies the
+// rules that need their values (api_key_required, docs/behaviour.md section 12).
 #include "config/config.hpp"
 #include "config/syntax.hpp"
 #include "config/yaml_reader.hpp"
@@ -81,7 +81,7 @@ EnvResult resolve_environment(Config& config, const Getenv& getenv) {
     }
     resolve_client_tokens(config.clients, getenv, result);
 
-    // SPEC section 12: an open listener in front of an injected key would let
+    // docs/behaviour.md section 12: an open listener in front of an injected key would let
     // anyone who can reach the port spend it.
     if (is_loopback_host(config.listen_host) || !config.clients.tokens.empty() ||
         config.clients.allow_unauthenticated) {

@@ -19,7 +19,7 @@ void read_retry(MapReader& reader, policy::RetryConfig& retry);
 // Skipped when either value was refused already.
 void check_delays(const MapReader& reader, const policy::RetryConfig& retry, Problems& problems);
 
-// The `routes:` list, with every per-route and cross-route rule of SPEC
+// The `routes:` list, with every per-route and cross-route rule of docs/behaviour.md
 // section 3. `catalog` is the top-level retry, merged into each route.
 std::vector<Route> read_routes(const YAML::Node& list, const policy::RetryConfig& catalog, Problems& problems);
 

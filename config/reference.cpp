@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::string_view header = R"(# modelproxy configuration reference
 
-Every key `modelproxy` accepts in its YAML file (SPEC section 3). This file is
+Every key `modelproxy` accepts in its YAML file (docs/behaviour.md section 3). This file is
 generated; regenerate it after changing the schema or its text with
 
     build/modelproxy reference > docs/configuration.md
@@ -67,7 +67,7 @@ serving would, so run it where and as the proxy will run (`check` takes
 - `clients.tokens_env`: the variable's value is split on commas; blanks around
   tokens and empty tokens are dropped. A token holding a control character is
   refused.
-- SPEC section 12: listening on an address that is not loopback
+- docs/behaviour.md section 12: listening on an address that is not loopback
   (`127.0.0.0/8`, `::1`, `localhost`; `0.0.0.0` and `::` are not) while a route
   injects a key and no client token is set is refused (exit 2), unless
   `clients.allow_unauthenticated: true`.

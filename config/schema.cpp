@@ -16,7 +16,7 @@ constexpr std::int64_t second = 1000;
 constexpr std::int64_t minute = 60 * second;
 constexpr std::int64_t hour = 60 * minute;
 
-// The ranges of SPEC section 3: wide enough for tests at the low end (delays
+// The ranges of docs/behaviour.md section 3: wide enough for tests at the low end (delays
 // from 1 ms, timeouts from 10 ms, byte limits from 1 KiB, connections from 1),
 // and an upper end that catches a misplaced digit.
 constexpr IntRange delay{1, hour, Unit::ms};

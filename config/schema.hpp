@@ -1,4 +1,4 @@
-// The schema of SPEC section 3 as one table: every key the loader accepts,
+// The schema of docs/behaviour.md section 3 as one table: every key the loader accepts,
 // its default, its range and its meaning. The loader takes its integer ranges
 // and the set of keys each map may hold from here, and docs/configuration.md is
 // generated from the same rows, so documentation and validation cannot drift.

@@ -25,7 +25,7 @@ bool has_control_character(std::string_view text);
 bool is_env_name(std::string_view text);
 
 // Why a (lower-case) header name may not be configured as a static or key
-// header: hop-by-hop headers and the ones the proxy owns (SPEC section 4).
+// header: hop-by-hop headers and the ones the proxy owns (docs/behaviour.md section 4).
 // nullopt when it may.
 std::optional<std::string> refused_header(std::string_view lower_name);
 

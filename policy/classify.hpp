@@ -1,4 +1,4 @@
-// Failure classification, SPEC section 5 (and section 7's structured error
+// Failure classification, docs/behaviour.md section 5 (and section 7's structured error
 // events): from one observed attempt outcome to {class, retryable, timeout
 // source, rule}. Pure: no I/O, no clocks, never reads an error message.
 //

@@ -1,4 +1,4 @@
-// The turn deadline, SPEC section 6: the route's timeout_ms, shortened by the
+// The turn deadline, docs/behaviour.md section 6: the route's timeout_ms, shortened by the
 // client's own deadline (x-modelproxy-timeout-ms, else x-stainless-timeout,
 // else x-stainless-read-timeout) less 500 ms. Pure.
 #pragma once

@@ -1,4 +1,4 @@
-// The replay decision, SPEC section 6, as pure values (STYLE points 2 and 3).
+// The replay decision, docs/behaviour.md section 6, as pure values (STYLE points 2 and 3).
 // "Would this be retryable" is the classification (policy/classify.hpp);
 // this file is "may we retry now": bounds, backoff, Retry-After and the
 // deadline. Nothing here arms a timer or reads a clock: the caller passes the

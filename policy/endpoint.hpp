@@ -1,4 +1,4 @@
-// The endpoint kinds of SPEC section 4's per-endpoint table. Pure values.
+// The endpoint kinds of docs/behaviour.md section 4's per-endpoint table. Pure values.
 #pragma once
 
 #include <string_view>

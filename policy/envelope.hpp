@@ -1,4 +1,4 @@
-// The retry envelope `modelproxy doctor` prints per route (SPEC sections 2
+// The retry envelope `modelproxy doctor` prints per route (docs/behaviour.md sections 2
 // and 6): both bounds, the wait schedules and their sums, the summed-wait
 // caps, the worst-case wall clock of one turn, and warnings where a bound can
 // never be reached. Pure: computed by running policy/decision.hpp's decide()

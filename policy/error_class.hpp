@@ -1,4 +1,4 @@
-// The error classes of SPEC section 1 and the timeout sources of section 5,
+// The error classes of docs/behaviour.md section 1 and the timeout sources of section 5,
 // as closed enums with their exact record spellings. Pure values.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Which shape the proxy's own error answers take, so that the client's SDK
-// can read them (SPEC sections 7 and 9). Pure values.
+// can read them (docs/behaviour.md sections 7 and 9). Pure values.
 //
 // OpenAI's SDKs read `{"error":{"message":..,"type":..,"code":..}}`;
 // Anthropic's SDK reads `{"type":"error","error":{"type":..,"message":..}}`,

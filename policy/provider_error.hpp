@@ -1,6 +1,6 @@
 // What a provider's error body (non-2xx) or a structured SSE error event
 // declared, already extracted from JSON by sse/ (simdjson) so that policy/
-// can classify it as plain values. The message is never read (SPEC section 7).
+// can classify it as plain values. The message is never read (docs/behaviour.md section 7).
 #pragma once
 
 #include <cstdint>

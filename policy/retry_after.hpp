@@ -1,4 +1,4 @@
-// Retry-After parsing, SPEC section 6: `retry-after-ms`, else `Retry-After`
+// Retry-After parsing, docs/behaviour.md section 6: `retry-after-ms`, else `Retry-After`
 // (delta-seconds or an HTTP-date; a past date is 0). Pure: "now" is an input,
 // no locale, no TZ, no strptime.
 #pragma once

@@ -1,4 +1,4 @@
-// The retry catalog of SPEC section 3 ("retry:"), as plain values.
+// The retry catalog of docs/behaviour.md section 3 ("retry:"), as plain values.
 // Owned by policy/ so the replay decision can be a pure function over it;
 // config/ parses YAML into it, proxy/ passes it along. No I/O, no clocks.
 #pragma once

@@ -108,7 +108,7 @@ int doctor_command(const std::string& path, bool json) {
         } else {
             for (const auto& line : policy::render_envelope(envelope)) std::cout << line << "\n";
         }
-        // Warnings inform; they never change the exit code (SPEC section 2).
+        // Warnings inform; they never change the exit code (docs/behaviour.md section 2).
         for (const auto& w : envelope.warnings) std::cerr << "modelproxy: " << policy::render_warning(envelope, w) << "\n";
     }
     if (json) {

@@ -1,4 +1,4 @@
-// The one-shot subcommands of SPEC section 2, `check` and `doctor`, and
+// The one-shot subcommands of docs/behaviour.md section 2, `check` and `doctor`, and
 // `reference`.
 #pragma once
 

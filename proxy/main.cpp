@@ -1,4 +1,4 @@
-// The modelproxy command line (SPEC section 2). Exit codes: 0 clean exit
+// The modelproxy command line (docs/behaviour.md section 2). Exit codes: 0 clean exit
 // (also after a SIGTERM drain), 2 bad config or usage, 1 other fatal error.
 // Human messages go to stderr, one line each; stdout carries only records.
 #include "config/config.hpp"
@@ -44,7 +44,7 @@ int usage_error(const std::string& why) {
     return 2;
 }
 
-// `probe URL [--timeout-ms N]` (an addition to SPEC section 2): the image's
+// `probe URL [--timeout-ms N]` (an addition to docs/behaviour.md section 2): the image's
 // HEALTHCHECK and exec probes need no curl.
 int probe(const std::vector<std::string>& args) {
     std::string url;

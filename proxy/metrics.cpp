@@ -15,7 +15,7 @@ constexpr auto relaxed = std::memory_order_relaxed;
 
 // A load and a store, not fetch_add: a block has one writer, the thread of
 // the worker that owns it (metrics.hpp), and a locked read-modify-write
-// costs some twenty cycles more; about ten of them ran per request (issue 7).
+// costs some twenty cycles more; about ten of them ran per request.
 // A reader (the /metrics sum) still sees whole values, old or new.
 void add(Counter& counter, std::uint64_t n) { counter.store(counter.load(relaxed) + n, relaxed); }
 

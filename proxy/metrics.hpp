@@ -1,4 +1,4 @@
-// The counters behind GET /metrics (SPEC section 10) and their Prometheus
+// The counters behind GET /metrics (docs/behaviour.md section 10) and their Prometheus
 // text rendering.
 //
 // Cost on the request path: no lock, no allocation, no string key. Each

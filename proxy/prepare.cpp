@@ -53,7 +53,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
         case Dispatch::healthz: local = healthz(); break;
         case Dispatch::readyz: local = readyz(shared.draining.load() ? Readiness::draining : Readiness::ready); break;
         case Dispatch::metrics: {
-            // SPEC section 10: every worker's counters summed now; no client
+            // docs/behaviour.md section 10: every worker's counters summed now; no client
             // token (section 12). Rendering is pure (metrics.hpp).
             metrics::Snapshot snapshot = shared.registry.snapshot();
             snapshot.inflight_turns = shared.inflight_turns.load(std::memory_order_relaxed);
@@ -101,7 +101,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
         // What IdentityRule::from_accept / wildcard_for make, built over the
         // last request's rule so its strings keep their capacity.
         // A model without `accept` takes its upstream model's dated
-        // snapshots by the "*" rule (SPEC section 3).
+        // snapshots by the "*" rule (docs/behaviour.md section 3).
         sse::IdentityRule& rule = plan.set_identity();
         if (forward.model && !forward.model->accept.empty()) {
             rule.kind = sse::IdentityRule::Kind::accept_globs;
@@ -115,7 +115,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     plan.keep_alive = keep_alive;
     plan.http10 = req.version() < 11;
     plan.started = Clock::now();
-    // The client's own deadline only ever shortens the route's (SPEC section 6).
+    // The client's own deadline only ever shortens the route's (docs/behaviour.md section 6).
     policy::ClientDeadlineHeaders deadline_headers{fields.x_modelproxy_timeout_ms, fields.x_stainless_timeout,
                                                    fields.x_stainless_read_timeout};
     plan.deadline = plan.started + std::chrono::milliseconds(policy::turn_deadline(route.timeout_ms, deadline_headers).ms);

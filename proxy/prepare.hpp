@@ -1,6 +1,6 @@
 // What a client request comes to, decided before any I/O: a refusal, a local
 // answer (health, readiness, models, metrics), or a forward plan with the
-// upstream request head written (SPEC section 4's routing, path mapping and
+// upstream request head written (docs/behaviour.md section 4's routing, path mapping and
 // header rules, section 12's client tokens), in two steps: the head's
 // (admit_request, before the body is read) and the rest (prepare). Plain
 // functions, so that their many locals live on the stack and the calling

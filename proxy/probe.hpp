@@ -1,6 +1,6 @@
 // `modelproxy probe URL`: a one-shot HTTP/1.1 GET for health checks, so a
 // container image needs no curl (docs/operations.md "Container image"). An addition to
-// SPEC section 2's commands.
+// docs/behaviour.md section 2's commands.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// The JSON-lines records of SPEC section 10: one per attempt and one per turn,
+// The JSON-lines records of docs/behaviour.md section 10: one per attempt and one per turn,
 // each written and flushed as one whole line when it happens, to stdout or the
 // --log file. No record ever holds a key, an Authorization value or a body:
 // the record structs have no field that could carry one.
@@ -27,7 +27,7 @@ struct AttemptRecord {
     std::int64_t delay_ms = 0;
     std::int64_t remaining_ms = 0;
     std::string_view digest;              // "sha256:<hex>"
-    // A model_identity_mismatch only (SPEC section 9), else neither key is
+    // A model_identity_mismatch only (docs/behaviour.md section 9), else neither key is
     // written: "answered_model", the model the upstream answered with ("" ->
     // null: it named none), and "accepted_models", the names accepted.
     std::string_view answered_model;

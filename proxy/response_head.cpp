@@ -24,7 +24,7 @@ void ResponseHead::add(std::string_view name, std::string_view value) { append_f
 
 void ResponseHead::copy_upstream(const transport::Exchange& answer) {
     // The first Connection field, as the exchange's one walk of the head found
-    // it (field_scan.hpp); its tokens are read in place, not collected (issue 2).
+    // it (field_scan.hpp); its tokens are read in place, not collected.
     const ConnectionTokens connection(answer.fields().connection.value_or(""));
     for (const auto& field : answer.head()) {
         const std::string_view name = field.name_string();

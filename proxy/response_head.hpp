@@ -1,6 +1,6 @@
 // Builds the head of an answer to the client as bytes: the upstream's
 // end-to-end headers (hop-by-hop, framing and Content-Encoding removed: the
-// proxy reframes and decodes), the x-modelproxy-* headers of SPEC section 9,
+// proxy reframes and decodes), the x-modelproxy-* headers of docs/behaviour.md section 9,
 // and the framing the proxy chose.
 #pragma once
 
@@ -18,7 +18,7 @@ namespace modelproxy::proxy {
 // counted fewer instructions under callgrind, but GCC compiled that copy
 // of a variable length into `rep movsq`, whose start-up cost made the
 // answer head's copy 2 % of the proxy's CPU per request (perf), three times
-// what the appends cost (issue 7).
+// what the appends cost.
 inline void append_field(std::string& head, std::string_view name, std::string_view value) {
     head.append(name).append(": ", 2).append(value).append("\r\n", 2);
 }

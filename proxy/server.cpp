@@ -27,7 +27,7 @@ void say(const std::string& line) { std::cerr << "modelproxy: " << line << std::
 // Building a runtime (YAML parsing, Vectorscan's pattern compiler) leaves
 // megabytes of freed blocks scattered in the main thread's heap, which glibc
 // keeps resident because they are not at its top: about 8 of the 20 MiB a
-// fresh process held (issue 7). malloc_trim gives those pages back.
+// fresh process held. malloc_trim gives those pages back.
 void release_freed_memory() { ::malloc_trim(0); }
 
 }  // namespace
@@ -239,7 +239,7 @@ int serve(const ServeOptions& options) {
                 return;
             }
             if (std::chrono::steady_clock::now() >= *drain_until) {
-                // SPEC section 11: streams still open end with the closing
+                // docs/behaviour.md section 11: streams still open end with the closing
                 // error event; the workers get a moment to write it.
                 say("drain limit reached with " + std::to_string(shared.inflight_turns.load()) +
                     " turns in flight; ending them");

@@ -37,7 +37,7 @@ using transport::Timer;
 using transport::use_tuple;
 
 // One loaded config generation. Turns hold a shared_ptr to the Runtime they
-// started with, so a reload never changes an in-flight turn (SPEC section 11).
+// started with, so a reload never changes an in-flight turn (docs/behaviour.md section 11).
 struct Runtime {
     config::Config config;
     std::vector<transport::TlsContext> tls;   // per route, index as config.routes (null context for http)
@@ -47,7 +47,7 @@ struct Runtime {
     // order that shares the pool, so each pool is counted once.
     std::vector<std::uint16_t> metric_slots;
     std::vector<std::uint16_t> idle_slots;
-    // SPEC section 8's credential scan: every configured upstream key and the
+    // docs/behaviour.md section 8's credential scan: every configured upstream key and the
     // secret shapes, compiled once per generation, shared by all workers.
     std::optional<sse::CredentialScanner> secrets;
 
@@ -64,7 +64,7 @@ struct Shared {
     // Moves after each store: a worker keeps its own copy of `runtime` and
     // loads it again only when this moved. atomic<shared_ptr>::load takes a
     // lock and a count (three locked instructions, with the release of the
-    // copy it replaces a fourth), and a request took two (issue 7).
+    // copy it replaces a fourth), and a request took two.
     std::atomic<std::uint64_t> runtime_generation{0};
     void set_runtime(std::shared_ptr<const Runtime> fresh) {
         runtime.store(std::move(fresh));
@@ -118,7 +118,7 @@ public:
     // or Registry::no_route_slot). Only this worker's thread writes them.
     metrics::RouteCounters& counters(std::uint16_t slot) { return shared_.registry.at(index_, slot); }
     // A record written and counted in one place, from the same values, so
-    // /metrics always agrees with the records (SPEC section 10).
+    // /metrics always agrees with the records (docs/behaviour.md section 10).
     void write_turn(std::uint16_t slot, const TurnRecord& record);
     void write_attempt(std::uint16_t slot, const AttemptRecord& record, std::int64_t duration_ms);
     // The last attempt and its turn, ending together: one write for both lines.

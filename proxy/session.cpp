@@ -100,7 +100,7 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
     if (!request_id.empty()) record_refusal(request_id, code_of(error), status_of(error));
     // Named locals, not temporaries, across co_await: g++ 12 destroys a
     // temporary of a conditional expression inside a co_await twice.
-    // Shaped for the SDK of the request's path when its head was read (SPEC section 9).
+    // Shaped for the SDK of the request's path when its head was read (docs/behaviour.md section 9).
     const auto shape = slot_ ? policy::error_shape_for_target(slot_->head.target()) : policy::ErrorShape::openai;
     LocalAnswer refusal = client_error(error, shape, message);
     std::string_view allow = error == ClientError::method_not_allowed ? allowed_methods() : "";
@@ -110,9 +110,9 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
 
 // Reads one request, head then body, into slot.parser; a refusal is answered
 // here. Its own coroutine, so that the connection's long-lived frame (run)
-// stays small (issue 7) and this one is recycled by Asio (issue 2).
+// stays small and this one is recycled by Asio.
 // What a failed read of a request head or body tells the client before the
-// connection closes (SPEC sections 3 and 9): nothing when the client left or
+// connection closes (docs/behaviour.md sections 3 and 9): nothing when the client left or
 // the proxy is stopping, else the refusal naming the fault. One table for
 // both reads, so the head and the body cannot drift apart.
 std::optional<ClientError> read_failure_answer(boost::system::error_code ec, bool timed_out) {
@@ -195,7 +195,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
         }
     }
     // Everything the head alone decides, before any body byte is read or
-    // 100 Continue is sent (SPEC sections 4 and 12).
+    // 100 Continue is sent (docs/behaviour.md sections 4 and 12).
     judge_head(runtime, slot, parser, whole ? whole->content_length : std::nullopt, over_limit_);
     if (const Admission& admission = slot.admission; admission.refusal) {
         const std::string_view id = admission.with_id ? std::string_view(slot.plan.request_id) : std::string_view();
@@ -231,7 +231,7 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
     co_return ReadOutcome::request;
 }
 
-// A refusal answered before its body was read ends the connection (SPEC
+// A refusal answered before its body was read ends the connection (docs/behaviour.md
 // section 12) while the client may still be sending that body. Closing a
 // socket with unread bytes sends a reset, which can destroy the answer
 // before the client reads it; so the proxy ends its side first (the client

@@ -1,5 +1,5 @@
 // One client connection: HTTP/1.1 keep-alive and pipelining (requests answered
-// in order), the limits of SPEC section 3 with their statuses (408, 413, 415,
+// in order), the limits of docs/behaviour.md section 3 with their statuses (408, 413, 415,
 // 431; over max_connections one request read, a health probe answered and
 // anything else 503), the head's checks before any body byte is read
 // (admission.hpp), local endpoints, and routing. Forwarded requests become

@@ -76,7 +76,7 @@ Prepared prepare(const ServeOptions& options, const config::Config* running, con
     if (running) {
         // The sockets and threads are made once at startup, so a reload keeps
         // them; the rest of the new config must be judged against the address
-        // really served (SPEC section 12's open-listener rule), not the file's.
+        // really served (docs/behaviour.md section 12's open-listener rule), not the file's.
         if (cfg.listen_host != running->listen_host || cfg.listen_port != running->listen_port ||
             cfg.workers != running->workers)
             prepared.notices.push_back(source + ": listen and workers changes need a restart; still serving " +

@@ -1,5 +1,5 @@
 // One turn: a client request forwarded to its route, attempt by attempt, and
-// the answer relayed to the client (SPEC sections 5, 6, 7, 9, 10).
+// the answer relayed to the client (docs/behaviour.md sections 5, 6, 7, 9, 10).
 //
 // The session hands over a ForwardPlan (the request, already checked and
 // routed by the pure rules of request/) and the client socket; the
@@ -39,9 +39,9 @@ struct ForwardPlan {
     bool head_request = false;                // HEAD: the answer has no body
     policy::Endpoint endpoint = policy::Endpoint::other;
     // The shape of the proxy's own envelopes and closing error event for
-    // this request's SDK (SPEC sections 7 and 9).
+    // this request's SDK (docs/behaviour.md sections 7 and 9).
     policy::ErrorShape error_shape = policy::ErrorShape::openai;
-    // SPEC section 8: the identities accepted for this turn; nullopt where the
+    // docs/behaviour.md section 8: the identities accepted for this turn; nullopt where the
     // endpoint or the route's dialect (generic) checks none.
     std::optional<sse::IdentityRule> identity;
     std::string request_id;
@@ -60,12 +60,12 @@ struct ForwardPlan {
     std::string head_text;
     StreamRelay stream;
     // What a model_identity_mismatch said, for its message and attempt
-    // record (SPEC section 9); `identity_refused` while it holds this turn's.
+    // record (docs/behaviour.md section 9); `identity_refused` while it holds this turn's.
     sse::IdentityRefusal identity_refusal;
     bool identity_refused = false;
 
     // Every field back to its default for the next request. The strings and
-    // the identity rule keep their capacity (issue 2: a reused plan costs no
+    // the identity rule keep their capacity (a reused plan costs no
     // allocation); clear() then set_identity() builds over the last rule.
     void clear();
     sse::IdentityRule& set_identity();
@@ -82,8 +82,8 @@ using transport::RequestParser;
 // progress: the read buffer, the parser, the request's head and the plan. A connection borrows
 // one from its worker when a request's first bytes arrive and gives it back
 // when it has read all it was sent (Worker::take_slot, give_back), so an idle
-// keep-alive connection holds none of this (issue 7), and the worker's spare
-// slots keep their buffers' capacity from request to request (issue 2).
+// keep-alive connection holds none of this, and the worker's spare
+// slots keep their buffers' capacity from request to request.
 struct RequestSlot {
     beast::flat_buffer buffer;    // the client's bytes (pipelined ones too)
     transport::RequestHead head;  // the parser's

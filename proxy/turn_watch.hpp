@@ -1,5 +1,5 @@
 // The watch that cuts a running turn from outside (run_turn): the client
-// hanging up (SPEC section 6) or the drain limit (SPEC section 11).
+// hanging up (docs/behaviour.md section 6) or the drain limit (docs/behaviour.md section 11).
 #pragma once
 
 #include "transport/executor.hpp"
@@ -63,7 +63,7 @@ using TurnWatches = boost::intrusive::list<
 // no operation pending, since an edge-triggered readiness may have been
 // spent; with this one still pending, the session's wait for the next
 // request is queued behind it with no system call, and both complete on the
-// same readiness: one epoll_ctl less per keep-alive request (issue 7). A
+// same readiness: one epoll_ctl less per keep-alive request. A
 // close, an idle timeout or a reset completes it like any other operation
 // on the socket.
 void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch);

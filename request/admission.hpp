@@ -1,5 +1,5 @@
 // What a client request's head alone decides, before any byte of its body is
-// read (SPEC sections 4 and 12): whether the proxy refuses it at once, and
+// read (docs/behaviour.md sections 4 and 12): whether the proxy refuses it at once, and
 // what the rest of the request's handling needs to know of its head.
 //
 // The session asks this right after the head is parsed, by either reader

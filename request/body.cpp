@@ -11,7 +11,7 @@ namespace modelproxy::request {
 namespace {
 
 // The media type of a Content-Type value, without parameters, as sent:
-// compared case-insensitively, never copied (issue 2: a lower-cased copy of
+// compared case-insensitively, never copied (a lower-cased copy of
 // "application/json" is past the short string size, one allocation per request).
 std::string_view media_type(std::string_view content_type) {
     return trim_ows(content_type.substr(0, content_type.find(';')));

@@ -10,7 +10,7 @@ namespace {
 
 // One fetched SHA-256 and one context per thread, reused by every digest:
 // a new context and the implicit fetch behind EVP_sha256() cost four heap
-// allocations per turn (issue 2); a reused one costs OpenSSL's one.
+// allocations per turn; a reused one costs OpenSSL's one.
 struct Sha256 {
     EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();

@@ -1,4 +1,4 @@
-// The payload digest of SPEC section 6: SHA-256 over what an attempt sends
+// The payload digest of docs/behaviour.md section 6: SHA-256 over what an attempt sends
 // (method, target, body), as "sha256:<hex>". Every replay recomputes it over
 // the bytes it is about to send and refuses to send on a mismatch.
 #pragma once

@@ -38,7 +38,7 @@ struct HeadCheck {
     bool send_continue = false;
 };
 
-// Strict framing (SPEC section 4), each a 400 bad_request:
+// Strict framing (docs/behaviour.md section 4), each a 400 bad_request:
 //  - a method of anything but upper-case letters, '-' and '_': methods are
 //    case-sensitive, and `post` is not POST (valid_method);
 //  - an HTTP/1.1 request without exactly one Host field, or any request with

@@ -8,7 +8,7 @@ namespace modelproxy::request {
 
 // The header rules below run for every field of every request and answer:
 // each switches on the name's length first, so a name is compared with only
-// the fixed names of its length (issue 7).
+// the fixed names of its length.
 
 bool is_hop_by_hop(std::string_view name) {
     switch (name.size()) {

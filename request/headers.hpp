@@ -19,7 +19,7 @@ bool is_hop_by_hop(std::string_view name);
 
 // Whether one Connection header value lists `name` among its tokens
 // (case-insensitive). The tokens are read in place: nothing is copied or
-// collected, so the relay can ask per header field (issue 2). A message with
+// collected, so the relay can ask per header field. A message with
 // several Connection field lines lists `name` when any of them does.
 enum class ConnectionListed : bool { no, yes };
 ConnectionListed connection_lists(std::string_view connection_value, std::string_view name);
@@ -27,7 +27,7 @@ ConnectionListed connection_lists(std::string_view connection_value, std::string
 // One Connection value asked about every field of a message (prepare,
 // ResponseHead::copy_upstream): connection_lists' answers, but a value whose
 // tokens are only keep-alive and close, as nearly every one is, is read once,
-// not once per field (issue 7): it can list only a field of one of those
+// not once per field: it can list only a field of one of those
 // names.
 class ConnectionTokens {
 public:

@@ -86,7 +86,7 @@ std::optional<std::uint32_t> hex4(std::string_view text, std::size_t at) {
 // The bytes between escapes need no check, so they are stepped over with
 // memchr and appended in one piece: a request's strings are almost all plain
 // text, and a byte-by-byte loop over them was most of the routing walk's time
-// on long chat histories (issue 7, tests/bench/routing_bench).
+// on long chat histories (tests/bench/routing_bench).
 bool decode_json_string(std::string_view raw, std::string* out) {
     for (std::size_t i = 0; i < raw.size(); ++i) {
         const void* found = std::memchr(raw.data() + i, '\\', raw.size() - i);

@@ -90,7 +90,7 @@ char* write_u00(char* out, unsigned char c) {
 }
 
 // The text that is not all plain, kept out of the common case. Every byte
-// the client sent comes out as valid JSON text whatever it was (SPEC section
+// the client sent comes out as valid JSON text whatever it was (docs/behaviour.md section
 // 10: a record line must parse): `"` and `\` escaped; the control
 // characters, C0, DEL and C1 alike, escaped (\n, \r, \t, \b, \f by name,
 // the rest as \u00XX), so no record carries a raw control byte into a log

@@ -1,4 +1,4 @@
-// The answers the proxy writes itself (SPEC sections 4 and 9): the error
+// The answers the proxy writes itself (docs/behaviour.md sections 4 and 9): the error
 // envelope, bad-input refusals, the model list, liveness and readiness.
 //
 // Pure functions returning plain values; no I/O, no Asio or Beast types. Every
@@ -86,11 +86,11 @@ LocalAnswer client_error(unsigned status, std::string_view code, std::string_vie
 LocalAnswer client_error(ClientError error);
 // The same with a more specific message.
 LocalAnswer client_error(ClientError error, std::string_view message);
-// The refusal in `shape` (Anthropic's on /v1/messages: SPEC section 9);
+// The refusal in `shape` (Anthropic's on /v1/messages: docs/behaviour.md section 9);
 // an empty `message` is the default one.
 LocalAnswer client_error(ClientError error, policy::ErrorShape shape, std::string_view message = {});
 
-// What the closing error event of a stream says (SPEC section 7).
+// What the closing error event of a stream says (docs/behaviour.md section 7).
 struct ClosingError {
     std::string_view message;
     std::string_view type;          // stream_incomplete, a section 8 refusal code, or the last failure's class

@@ -77,7 +77,7 @@ std::optional<std::string> model_id_from_path(std::string_view path);
 std::string upstream_target(const config::Route& route, std::string_view client_path,
                             std::string_view client_query);
 // The same target written into `out` (its capacity reused: the plan's
-// target string, issue 2).
+// target string).
 void upstream_target(std::string& out, const config::Route& route, std::string_view client_path,
                      std::string_view client_query);
 

@@ -1,4 +1,4 @@
-// Credential scan at the response boundary (SPEC section 8): every 2xx body,
+// Credential scan at the response boundary (docs/behaviour.md section 8): every 2xx body,
 // whatever its Content-Type, is searched for the configured upstream keys
 // (raw and JSON-escaped) and, with `default_patterns`, for well-known secret
 // shapes as whole tokens, plus `boundary.secret_patterns`; a body or an SSE
@@ -88,7 +88,7 @@ public:
     // over its bytes and, when they hold a backslash, decoded.
     bool contains_secret(std::string_view body) const;
 
-    // The configured upstream keys only (SPEC section 8: not the patterns).
+    // The configured upstream keys only (docs/behaviour.md section 8: not the patterns).
     // key_in_head: the bytes of a response head as the client would get
     // them (no decoding: a header is not JSON). key_in_body: a non-2xx body,
     // its bytes and, when they hold a backslash, decoded. One Vectorscan
@@ -185,7 +185,7 @@ public:
     // verdict even over a raw-channel verdict already reached: the relay notes
     // an event's answer text only after its event_passed, so the noted lines
     // all come before the event the raw channel refused. The kept bytes'
-    // buffers are reused: no allocation per line or per settle (issue 2).
+    // buffers are reused: no allocation per line or per settle.
     void note_answer_text(std::uint32_t ordinal, std::span<const AnswerFragment> fragments);
     std::optional<std::uint32_t> settle();
     // One data line's answer-text fragments at once (note + settle): the

@@ -37,7 +37,7 @@ bool date_suffix(std::string_view s) {
 }  // namespace
 
 bool glob_match(std::string_view pattern, std::string_view text) {
-    // The usual accept globs first, each one compare (issue 7): a name
+    // The usual accept globs first, each one compare: a name
     // without a `*`, and a prefix ending in the only one ("gpt-4o-2024-*").
     const std::size_t first_star = pattern.find('*');
     if (first_star == std::string_view::npos) return pattern == text;

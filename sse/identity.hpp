@@ -1,4 +1,4 @@
-// Model identity at the response boundary (SPEC sections 3 and 8): which
+// Model identity at the response boundary (docs/behaviour.md sections 3 and 8): which
 // upstream identities a route model accepts, the per-attempt stream state
 // machine, and the non-stream body check. Pure values: no I/O, no clocks, no
 // allocation per line. One thread per StreamIdentity; IdentityRule is
@@ -28,7 +28,7 @@ bool wildcard_accepts(std::string_view requested, std::string_view identity);
 
 // What a route model accepts as the response's identity: its `accept` globs,
 // or the `"*"` rule for one name: the name the client requested on the `"*"`
-// route, the upstream model of a model listed without `accept` (SPEC section
+// route, the upstream model of a model listed without `accept` (docs/behaviour.md section
 // 3: providers answer an alias with a dated snapshot).
 struct IdentityRule {
     enum class Kind : std::uint8_t { accept_globs, wildcard };
@@ -67,7 +67,7 @@ constexpr std::string_view refusal_code(IdentityVerdict v) {
 IdentityVerdict check_body_identity(const BodyIdentity& body, const IdentityRule& rule,
                                     std::string_view* foreign = nullptr);
 
-// What a model_identity_mismatch says (SPEC section 9): the model the
+// What a model_identity_mismatch says (docs/behaviour.md section 9): the model the
 // upstream answered with and the names accepted, in its message and its
 // attempt record. Model names come from the upstream and the config, so each
 // is bounded (bounded_name) and the list too: a hostile upstream cannot make
@@ -148,7 +148,7 @@ public:
     void reset();
     // A fresh attempt under `rule` (which must outlive this object); the
     // cached model keeps its storage, so a reused StreamIdentity costs no
-    // allocation per stream (issue 2).
+    // allocation per stream.
     void reset(const IdentityRule& rule) {
         rule_ = &rule;
         reset();

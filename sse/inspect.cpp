@@ -329,7 +329,7 @@ const BodyIdentity& Inspector::body_identity(std::string_view body, Endpoint end
         object ? impl_->info.models() : std::span<const std::string_view>();
     // Resized, not cleared: the model strings kept from the last body are
     // assigned over, so bodies naming as many models as the last one cost
-    // no allocation (issue 2).
+    // no allocation.
     result.models.resize(models.size());
     for (std::size_t i = 0; i < models.size(); ++i) result.models[i].assign(models[i]);
     result.json_object = object;

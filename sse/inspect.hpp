@@ -12,7 +12,7 @@
 // trailing bytes) and nothing is re-serialised. One thread per Inspector.
 // Never reads an error message. The one walk serves every per-event check:
 // the credential scan takes the answer-text fragments it collected rather
-// than parsing the line again (SPEC section 8's cost: every event of every
+// than parsing the line again (docs/behaviour.md section 8's cost: every event of every
 // stream). A line that repeats its stream's last parsed one but for its
 // answer text (and members no rule reads) is proved to be that document with
 // those values changed and is not parsed at all (LineMemo,
@@ -222,7 +222,7 @@ public:
     bool last_line_repeated_shape() const;
 
     // The answer is the Inspector's own, valid until its next call; its
-    // strings keep their capacity from body to body (issue 2).
+    // strings keep their capacity from body to body.
     const BodyIdentity& body_identity(std::string_view body, policy::Endpoint endpoint);
     std::optional<policy::ProviderError> parse_error_body(std::string_view body);
 

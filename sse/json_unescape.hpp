@@ -1,5 +1,5 @@
 // JSON string escapes decoded wherever they stand in a text, for the
-// credential scan's decoded pass (SPEC section 8: a body's or an event's
+// credential scan's decoded pass (docs/behaviour.md section 8: a body's or an event's
 // string values are scanned again as decoded text, so `\u0075`-style
 // escapes hide nothing).
 //

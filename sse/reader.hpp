@@ -1,4 +1,4 @@
-// Incremental SSE reader (SPEC section 7, "Parsing"): bytes in, in arbitrary
+// Incremental SSE reader (docs/behaviour.md section 7, "Parsing"): bytes in, in arbitrary
 // read boundaries; complete events out, each with the exact upstream bytes it
 // came from so the relay can forward them unchanged.
 //
@@ -25,7 +25,7 @@
 // multi-megabyte event costs linear time. No heap allocation per event in the
 // steady state.
 //
-// Bounded (SPEC section 8: memory is bounded whatever the upstream sends):
+// Bounded (docs/behaviour.md section 8: memory is bounded whatever the upstream sends):
 // with limits set, a line longer than Limits::line bytes, or an event longer
 // than Limits::event bytes, stops the reader as soon as the scan passes that
 // length, before the rest of it is copied anywhere: next() then yields
@@ -84,7 +84,7 @@ struct Totals {
     // before that.
     std::string_view leftover;
 
-    // No event with data arrived (SPEC section 8's empty_stream): an SSE
+    // No event with data arrived (docs/behaviour.md section 8's empty_stream): an SSE
     // client dispatches an event only when it carries data. A comment, an
     // `event:`-only block, or an unterminated last event does not count.
     bool no_data_events() const { return data_events == 0; }

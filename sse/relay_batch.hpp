@@ -1,12 +1,12 @@
 // One upstream read's data lines, as the stream relay meets them, for the
-// batched credential scan of the answer text (SPEC section 8;
+// batched credential scan of the answer text (docs/behaviour.md section 8;
 // StreamScan::note_answer_text and settle): the relay scans the read's
 // answer text once, after its events, and a secret found to end in line k
 // must then leave no trace of line k's event on, exactly as when each line
 // was scanned as it came. So, per line, the sizes of the relay's output
 // buffers when its event began, and the `usage` the lines before it carried;
 // the lines' usage is held here and counted only once the read is settled.
-// Pure, no I/O. The marks' storage is reused from read to read (issue 2).
+// Pure, no I/O. The marks' storage is reused from read to read.
 #pragma once
 
 #include "sse/inspect.hpp"

@@ -1,4 +1,4 @@
-// A Responses API stream event's `sequence_number` (SPEC section 7: the
+// A Responses API stream event's `sequence_number` (docs/behaviour.md section 7: the
 // proxy's closing error event on /responses carries the number after the
 // last forwarded event's). Pure; no allocation.
 #pragma once

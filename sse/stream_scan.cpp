@@ -30,7 +30,7 @@ constexpr std::size_t max_answer_texts = 256;
 // A finished scan's Vectorscan streams (raw and answer-text channels), reset
 // and kept per thread for the next StreamScan of the same rules: opening a
 // stream allocates its state, so a stream per attempt would cost a few
-// allocations each (issue 2). Only the newest rules' streams are kept; a
+// allocations each. Only the newest rules' streams are kept; a
 // reload's first finished scan drops the older ones.
 struct StreamScan::Spares {
     struct Kept {

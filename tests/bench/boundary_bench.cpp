@@ -1,4 +1,4 @@
-// Micro-benchmark of the per-event response boundary checks (SPEC section 8)
+// Micro-benchmark of the per-event response boundary checks (docs/behaviour.md section 8)
 // on a typical ~200-byte chat chunk. Not built by default; one of the
 // micro_benchmarks target (tests/bench/CMakeLists.txt):
 //

@@ -1,4 +1,4 @@
-// Micro-benchmark of the replay decision (SPEC sections 5 and 6,
+// Micro-benchmark of the replay decision (docs/behaviour.md sections 5 and 6,
 // policy/decision.hpp): what the turn loop computes after each failed
 // attempt. Not built by default; one of the micro_benchmarks target
 // (tests/bench/CMakeLists.txt):

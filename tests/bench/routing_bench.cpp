@@ -1,4 +1,4 @@
-// Micro-benchmark of routing on a request body (SPEC section 4, request/body.hpp
+// Micro-benchmark of routing on a request body (docs/behaviour.md section 4, request/body.hpp
 // and request/routing.hpp): what the session does with each request before
 // anything goes upstream. Not built by default; one of the micro_benchmarks
 // target (tests/bench/CMakeLists.txt):

@@ -1,4 +1,4 @@
-// Micro-benchmark of the SSE reader (SPEC section 7, "Parsing") per event, on
+// Micro-benchmark of the SSE reader (docs/behaviour.md section 7, "Parsing") per event, on
 // the stream deploy/bench serves: a 200-event chat.completion.chunk stream
 // (~265 bytes per event on the wire). Not built by default; one of the
 // micro_benchmarks target (tests/bench/CMakeLists.txt):

@@ -6,9 +6,9 @@
 // loading "never throws"):
 //  - a Config exactly when there is no problem;
 //  - every problem line, environment error and notice is non-empty and has no
-//    CR or LF: `modelproxy check` prints one line per problem (SPEC section 2)
+//    CR or LF: `modelproxy check` prints one line per problem (docs/behaviour.md section 2)
 //    and a value from the file must not be able to forge a second one;
-//  - a loaded Config keeps SPEC section 3's rules: at least one route, every
+//  - a loaded Config keeps docs/behaviour.md section 3's rules: at least one route, every
 //    integer in its schema range, base_delay_ms <= max_delay_ms,
 //    min_attempt_ms < timeout_ms, a model name in one route only, at most one
 //    "*" route, find_model() finds every listed model in its own route, a

@@ -1,4 +1,4 @@
-// libFuzzer target: the response-side credential scan (SPEC section 8). The
+// libFuzzer target: the response-side credential scan (docs/behaviour.md section 8). The
 // input picks a secret (a configured key or a default shape), how each of
 // its characters is spelled (raw, a short JSON escape, \u00XX in either hex
 // case), where the stream's reads are cut and where the secret is split

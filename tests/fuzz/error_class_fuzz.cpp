@@ -9,7 +9,7 @@
 // `event: error` line), plus a ProviderError built from the raw bytes, so
 // values no JSON parser would produce are classified too.
 //
-// Checked (abort() on failure) against SPEC sections 5 and 7, written out
+// Checked (abort() on failure) against docs/behaviour.md sections 5 and 7, written out
 // here as an independent table:
 //  - an HTTP status decides class, replay and timeout source; a body can only
 //    turn invalid-request into content-filter on a 400/422 (section 5: the
@@ -82,9 +82,9 @@ void check_common(const Classification& c) {
 
 void check_against(const Classification& c, const Expected& want, Endpoint endpoint) {
     check_common(c);
-    MP_FUZZ_CHECK_THAT(c.cls == want.cls, "the class differs from SPEC section 5/7's table");
+    MP_FUZZ_CHECK_THAT(c.cls == want.cls, "the class differs from docs/behaviour.md section 5/7's table");
     const bool replayed = want.replayable && (want.everywhere || replays_every_class(endpoint));
-    MP_FUZZ_CHECK_THAT(c.retryable == replayed, "replay differs from SPEC section 5/7's table");
+    MP_FUZZ_CHECK_THAT(c.retryable == replayed, "replay differs from docs/behaviour.md section 5/7's table");
     if (want.replayable && !replayed) MP_FUZZ_CHECK(c.rule == "other-endpoint");
 }
 

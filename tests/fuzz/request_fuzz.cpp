@@ -10,7 +10,7 @@
 //
 // Checked (abort() on failure), in the session's order:
 //  - check_path: path and query are the target split at '?'; an accepted path
-//    starts with '/' and has no "..", %2e, %2f, %5c or '\' (SPEC section 4);
+//    starts with '/' and has no "..", %2e, %2f, %5c or '\' (docs/behaviour.md section 4);
 //  - dispatch and needs_client_token agree with section 4's table;
 //  - inspect_body: kind none exactly for an empty body; a JSON body is valid
 //    exactly when the independent checker (strict_json.hpp) says so (below

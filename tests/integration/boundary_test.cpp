@@ -1,4 +1,4 @@
-// The response boundary through the real binary (SPEC section 8): model
+// The response boundary through the real binary (docs/behaviour.md section 8): model
 // identity on 200 bodies and streams (route `accept` globs, the "*" route's
 // date-suffix rule), the credential scan (configured upstream keys, default
 // secret shapes), refusals before publication (502 envelope) and after it

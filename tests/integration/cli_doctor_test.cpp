@@ -1,4 +1,4 @@
-// `modelproxy doctor [--config FILE] [--json]` (SPEC sections 2 and 6), run
+// `modelproxy doctor [--config FILE] [--json]` (docs/behaviour.md sections 2 and 6), run
 // as the real binary: the retry envelope per route on stdout, warnings on
 // stderr, exit 0; a bad or missing config exits 2.
 #include "support/proxy_process.hpp"

@@ -1,4 +1,4 @@
-// The command line (SPEC sections 2, 3, 10 and 12) of the real binary:
+// The command line (docs/behaviour.md sections 2, 3, 10 and 12) of the real binary:
 // --version, --help, usage errors, `check`, `reference`, startup refusals,
 // where records go, and that stdout carries nothing but JSON lines.
 #include "support/proxy_process.hpp"

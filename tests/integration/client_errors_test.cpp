@@ -1,5 +1,5 @@
 // What a client sees when its request is bad, and the locally answered
-// endpoints (SPEC sections 4, 9 and 12), against the real binary with a
+// endpoints (docs/behaviour.md sections 4, 9 and 12), against the real binary with a
 // FakeProvider upstream. Every refusal is checked for its status, its JSON
 // envelope and `x-should-retry: false`, and for forwarding nothing: a good
 // request afterwards proves the route works, so an empty upstream log is

@@ -1,4 +1,4 @@
-// The client side against an attacker's moves (SPEC sections 4, 9, 10 and
+// The client side against an attacker's moves (docs/behaviour.md sections 4, 9, 10 and
 // 12), through the real binary with a raw-socket client and the fake
 // provider: what the head alone decides before any body byte is read, the
 // connections over max_connections, client tokens that must never reach an

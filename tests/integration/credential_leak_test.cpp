@@ -1,4 +1,4 @@
-// No injected upstream key reaches the client (SPEC section 8, with 4 and 9),
+// No injected upstream key reaches the client (docs/behaviour.md section 8, with 4 and 9),
 // through the real binary against a hostile fake upstream: a 2xx body is
 // scanned whatever its Content-Type says, JSON escapes are decoded before
 // the scan, the keys are looked for in every response header and in non-2xx

@@ -1,4 +1,4 @@
-// The proxy's own errors in shapes the SDKs read (SPEC sections 7 and 9):
+// The proxy's own errors in shapes the SDKs read (docs/behaviour.md sections 7 and 9):
 // the Responses API's error event closing a /responses stream, and on
 // /v1/messages Anthropic's envelope for every answer the proxy makes itself
 // (its failures and bad client input) and Anthropic's closing error event.

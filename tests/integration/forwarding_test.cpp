@@ -1,4 +1,4 @@
-// Forwarding through the real binary (SPEC sections 4 and 9): what the
+// Forwarding through the real binary (docs/behaviour.md sections 4 and 9): what the
 // upstream receives (target, body bytes), what the client receives (status,
 // body bytes, headers), content codings, 1xx and 3xx answers, upstream
 // keep-alive, and the envelopes of a refused or hanging upstream.

@@ -1,4 +1,4 @@
-// Header rules through the real binary (SPEC sections 3, 4 and 10): which
+// Header rules through the real binary (docs/behaviour.md sections 3, 4 and 10): which
 // request headers reach the upstream, the Host and Accept-Encoding it sees,
 // credential injection and pass-through, static route headers, hop-by-hop
 // response headers, absolute-form targets, and keys kept out of the logs.
@@ -135,7 +135,7 @@ TEST_CASE("a chunked client body reaches the upstream de-chunked, without Transf
 }
 
 TEST_CASE("a chunked request's trailer fields are dropped, and its head's are read as sent", "[headers]") {
-    // SPEC section 4: trailers are never merged into the head (what they
+    // docs/behaviour.md section 4: trailers are never merged into the head (what they
     // cannot do is in client_hardening_test.cpp); the head's own fields are
     // still read right after a long trailer.
     FakeProvider fake;
@@ -240,7 +240,7 @@ TEST_CASE("a route's static headers reach the upstream", "[headers]") {
     CHECK(up.header("x-team") == "core");
 }
 
-// SPEC section 3 says only that static headers are "added"; a second
+// docs/behaviour.md section 3 says only that static headers are "added"; a second
 // anthropic-version beside the client's is a repeated singleton field
 // (RFC 9110 section 5.3) that providers refuse or read either way, so the
 // route's value is expected to replace the client's.
@@ -299,7 +299,7 @@ TEST_CASE("hop-by-hop response headers from the upstream do not reach the client
 }
 
 // The proxy's observed behaviour: it refuses an absolute-form target with
-// 400 invalid_path (the other answer SPEC section 4 allows is to route it to
+// 400 invalid_path (the other answer docs/behaviour.md section 4 allows is to route it to
 // the configured upstream only; both are accepted here).
 TEST_CASE("an absolute-form request target never points the proxy at another host", "[headers]") {
     FakeProvider fake;

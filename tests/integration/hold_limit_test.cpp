@@ -1,4 +1,4 @@
-// SPEC section 7's head hold limit: a stream turn that has published nothing
+// docs/behaviour.md section 7's head hold limit: a stream turn that has published nothing
 // after stream_head_hold_ms publishes its head and `: keep-alive` comments,
 // while events stay held so a replay is still invisible.
 #include "support/fake_provider.hpp"
@@ -91,7 +91,7 @@ TEST_CASE("a turn that fails after the hold limit ends its stream with the closi
 }
 
 // A whole-body 200 after the hold limit sent a stream head cannot follow that
-// head (SPEC section 8: a 200 that is not a stream, when the client asked for
+// head (docs/behaviour.md section 8: a 200 that is not a stream, when the client asked for
 // one, is refused). On a generic route, where the body is not refused before
 // the hold limit matters, the refusal comes after publication: the stream
 // ends with the closing error event, and the body is never forwarded.

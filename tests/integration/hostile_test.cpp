@@ -1,4 +1,4 @@
-// Hostile clients against the real binary (issue 8): slow heads, a client
+// Hostile clients against the real binary: slow heads, a client
 // that never reads, half-closed sockets, thousands of connections opened and
 // dropped, request smuggling. Each test asserts the defined answer and that
 // the proxy still serves a new connection afterwards. Hostile upstreams are in
@@ -271,7 +271,7 @@ TEST_CASE("a client that half-closes after a whole request", "[hostile]") {
         CHECK(client.is_closed_by_peer(bound));
     }
     SECTION("a forwarded turn ends as a client disconnect: cancelled, nothing answered") {
-        // SPEC section 6: a client that disconnects ends the turn at once. A
+        // docs/behaviour.md section 6: a client that disconnects ends the turn at once. A
         // FIN is all a proxy sees of a disconnect before it writes.
         fake.push(Script{}.sleep(300ms).then(Script::json(200, chat_answer)));
         HttpClient client = proxy->client();

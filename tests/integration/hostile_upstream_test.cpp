@@ -1,6 +1,6 @@
-// Hostile upstreams against the real binary (issue 8): a head that never ends,
+// Hostile upstreams against the real binary: a head that never ends,
 // huge and invalid chunk sizes, a body longer than its Content-Length, a TLS
-// handshake that never finishes. Each is a classified failure (SPEC sections
+// handshake that never finishes. Each is a classified failure (docs/behaviour.md sections
 // 5 and 9) in the client's answer and in the attempt records, never a crash
 // or a hang, and the proxy serves a new connection afterwards.
 //
@@ -325,7 +325,7 @@ TEST_CASE("an upstream whose TLS handshake never finishes: 502 network, connect-
 
 // A broken stream's unterminated last event is part of the break, not a data
 // line: an upstream that drops in the middle of an event is replayed as a
-// dropped connection (SPEC sections 5 and 7), not refused unparseable_event.
+// dropped connection (docs/behaviour.md sections 5 and 7), not refused unparseable_event.
 TEST_CASE("an upstream that resets in the middle of an event before answer text is replayed", "[hostile]") {
     FakeProvider fake;
     auto proxy = start_proxy_to(fake.base_url("/v1"));

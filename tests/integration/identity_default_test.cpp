@@ -1,9 +1,9 @@
-// Model identity defaults (SPEC section 3): a model listed by name accepts
+// Model identity defaults (docs/behaviour.md section 3): a model listed by name accepts
 // its upstream model and that model's dated snapshots, by the "*" route's
 // rule, since providers answer an alias with a dated id; an explicit
 // `accept` list replaces that default. A model_identity_mismatch names the
 // model the upstream answered with and the accepted names, in its message
-// and its attempt record (SPEC section 9), bounded whatever the upstream
+// and its attempt record (docs/behaviour.md section 9), bounded whatever the upstream
 // sends.
 #include "support/fake_provider.hpp"
 

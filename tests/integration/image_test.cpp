@@ -3,7 +3,7 @@
 // packages against the libraries the built binary really links (ldd, then
 // dpkg -S), the build packages against deploy/setup, the non-root user, and
 // that ENTRYPOINT, CMD, HEALTHCHECK and EXPOSE agree with the config the
-// image ships, which must pass `check` and keep SPEC section 12's rule.
+// image ships, which must pass `check` and keep docs/behaviour.md section 12's rule.
 // deploy/check-image goes further (a real build and run) where it can.
 #include "support/proxy_process.hpp"
 
@@ -150,7 +150,7 @@ TEST_CASE("image: the runtime stage installs the package of every shared library
     const auto all = parse_dockerfile(dockerfile());
     const auto runtime = apt_installs(all, 1);
     CAPTURE(runtime);
-    CHECK(runtime.count("ca-certificates") == 1);  // verified HTTPS upstreams (SPEC section 4)
+    CHECK(runtime.count("ca-certificates") == 1);  // verified HTTPS upstreams (docs/behaviour.md section 4)
 
     const CommandResult ldd = run_command({"ldd", modelproxy_binary().string()},
                                           {{"PATH", "/usr/bin:/bin:/usr/sbin:/sbin"}});
@@ -281,7 +281,7 @@ TEST_CASE("image: the container config passes check and listens on every interfa
     CHECK(cfg.clients.tokens_env == "MODELPROXY_CLIENT_TOKENS");
 }
 
-TEST_CASE("image: the container config injects a key only behind client tokens (SPEC section 12)", "[deploy]") {
+TEST_CASE("image: the container config injects a key only behind client tokens (docs/behaviour.md section 12)", "[deploy]") {
     // The shipped file with its port set to 0, so the test binds a free one.
     std::string yaml = read_file(container_config());
     const auto at = yaml.find("listen: 0.0.0.0:8080\n");

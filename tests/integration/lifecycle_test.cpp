@@ -1,4 +1,4 @@
-// Process lifecycle (SPEC section 11) and the JSON-lines records (section
+// Process lifecycle (docs/behaviour.md section 11) and the JSON-lines records (section
 // 10) of the real binary: SIGTERM/SIGINT drain in-flight turns, refuse new
 // connections, turn /readyz to 503 on open connections and exit 0; every
 // forwarded turn leaves a turn record and one attempt record per attempt;
@@ -279,7 +279,7 @@ TEST_CASE("drain_ms bounds the drain: a hanging turn does not keep the process a
     REQUIRE(proxy.signal(SIGTERM));
     CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
     // The client is not left waiting, and never sees a success: the turn
-    // that published nothing is ended with the 503 envelope (SPEC section
+    // that published nothing is ended with the 503 envelope (docs/behaviour.md section
     // 11), not just dropped when the process exits.
     const Response r = stuck.read_response(bound);
     CAPTURE(r.wire);
@@ -318,7 +318,7 @@ TEST_CASE("drain_ms bounds the drain: a stream already answering ends with the c
     REQUIRE(proxy.signal(SIGTERM));
     CHECK(proxy.wait_exit(bound).value_or(-1) == 0);
     // The stream is not cut silently: one closing error event, then the end
-    // of the chunked body, and never a [DONE] (SPEC sections 7 and 11).
+    // of the chunked body, and never a [DONE] (docs/behaviour.md sections 7 and 11).
     const RawRead rest = client.read_raw_until("0\r\n\r\n", bound);
     CAPTURE(rest.bytes);
     CHECK(rest.bytes.find("drain limit passed") != std::string::npos);

@@ -204,7 +204,7 @@ TEST_CASE("manifest: the ConfigMap's modelproxy.yaml passes modelproxy check", "
     CAPTURE(r.err);
     CHECK(r.exit_code == 0);
     // A sidecar reached only through the pod's loopback; so it needs no
-    // client tokens to inject a key (SPEC section 12).
+    // client tokens to inject a key (docs/behaviour.md section 12).
     CHECK(config::is_loopback_host(m.config.listen_host));
     // 0 would start one event loop per node core, whatever the CPU limit.
     CHECK(m.config.workers > 0);

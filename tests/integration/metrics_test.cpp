@@ -1,4 +1,4 @@
-// GET /metrics through the real binary (SPEC section 10): after a known set of
+// GET /metrics through the real binary (docs/behaviour.md section 10): after a known set of
 // turns the counters moved by exactly what the records say, histograms agree
 // with the records' durations, the text passes `promtool check metrics`, and
 // no request id or client-invented model name ever becomes a label value.

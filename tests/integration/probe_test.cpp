@@ -1,4 +1,4 @@
-// `modelproxy probe URL` (docs/operations.md "Command line", an addition to SPEC section
+// `modelproxy probe URL` (docs/operations.md "Command line", an addition to docs/behaviour.md section
 // 2): the container image's HEALTHCHECK and the Kubernetes exec probes. Exit
 // 0 on a 2xx answer, 1 on anything else with one stderr line saying why, 2 on
 // a usage problem; the whole request is bounded by --timeout-ms.
@@ -98,7 +98,7 @@ TEST_CASE("probe: /readyz of a draining proxy exits 1", "[probe]") {
 TEST_CASE("probe: /readyz answering 503 (a draining proxy on an open connection) exits 1", "[probe]") {
     // A draining proxy closes its listener, so a fresh probe connection is
     // refused before it could read the 503; the fake provider answers the
-    // way a draining proxy does on an open connection (SPEC section 4).
+    // way a draining proxy does on an open connection (docs/behaviour.md section 4).
     FakeProvider fake;
     fake.push(Script::json(503, R"({"status":"draining"})"));
     const std::string url = fake.base_url("/readyz");

@@ -1,4 +1,4 @@
-// SIGHUP (SPEC section 11): the config file is read again; new turns use it,
+// SIGHUP (docs/behaviour.md section 11): the config file is read again; new turns use it,
 // in-flight turns keep the generation they started with, a broken file is
 // refused with a stderr line naming the problem while the old config keeps
 // serving, and the --log file is reopened (log rotation). The sockets and
@@ -303,7 +303,7 @@ TEST_CASE("reload: a file that cannot be read is refused and the old config keep
     CHECK(post(client, "gpt-a", "x").status == 200);
 }
 
-// Regression: a reload judged SPEC section 12's open-listener rule against
+// Regression: a reload judged docs/behaviour.md section 12's open-listener rule against
 // the file's `listen`, not the address really served, so a proxy listening
 // on 0.0.0.0 with client tokens took a file that said 127.0.0.1 and dropped
 // the tokens, and then spent its key for anyone who could reach the port.

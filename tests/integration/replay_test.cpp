@@ -1,4 +1,4 @@
-// In-turn replay through the real binary (SPEC sections 5, 6, 9 and 10):
+// In-turn replay through the real binary (docs/behaviour.md sections 5, 6, 9 and 10):
 // which upstream failures are replayed, how many attempts each bound allows,
 // the waits between attempts, the turn deadline, a client that leaves during
 // a wait, and what the client and the records see when a turn ends. Every

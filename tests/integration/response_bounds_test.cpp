@@ -1,4 +1,4 @@
-// Memory is bounded whatever the upstream sends (SPEC section 8): one SSE
+// Memory is bounded whatever the upstream sends (docs/behaviour.md section 8): one SSE
 // line longer than limits.max_event_bytes is refused as soon as it passes
 // that length, never buffered to its end; a gzip body is decoded in bounded
 // steps and its decoded bytes count against the limits; held stream bytes
@@ -7,7 +7,7 @@
 // resident set (VmHWM): a proxy that buffered what it was sent would grow by
 // tens of megabytes.
 //
-// Also SPEC section 4: an upstream status outside 100..599 is a bad response
+// Also docs/behaviour.md section 4: an upstream status outside 100..599 is a bad response
 // (class network, replayed like a connection dropped before its head).
 #include "support/fake_provider.hpp"
 

@@ -1,4 +1,4 @@
-// The official SDKs through the real binary (SPEC sections 6, 7, 9 and 12):
+// The official SDKs through the real binary (docs/behaviour.md sections 6, 7, 9 and 12):
 // the `openai` and `@anthropic-ai/sdk` npm packages, pinned in
 // tests/sdk/package-lock.json and installed into the build directory by
 // tests/sdk/install (deploy/test runs it), each make one call as a user's
@@ -87,7 +87,7 @@ std::string text_delta(std::string_view text) {
 }
 
 // The closing error event of a stream whose connection broke after answer
-// text (SPEC section 7): what the proxy says, the SDK must show.
+// text (docs/behaviour.md section 7): what the proxy says, the SDK must show.
 constexpr std::string_view cut_message = "the upstream stream broke before its end";
 constexpr std::string_view dropped_message = "the upstream dropped the connection before its answer was complete";
 

@@ -1,4 +1,4 @@
-// SPEC section 7 after publication: an upstream structured error event is
+// docs/behaviour.md section 7 after publication: an upstream structured error event is
 // forwarded as it is and ends the client stream (a [DONE] after it is not
 // forwarded), and nothing after [DONE] is forwarded.
 #include "support/fake_provider.hpp"

@@ -1,5 +1,5 @@
 // Stream bodies already read with their head (transport/ parses buffered
-// body bytes without I/O, issue 7): an identity stream larger than one read
+// body bytes without I/O): an identity stream larger than one read
 // and a chunked stream whose every chunk came in one write, each relayed
 // byte-identical and its upstream connection reused for the next turn.
 #include "support/fake_provider.hpp"

@@ -1,4 +1,4 @@
-// SSE streams through the real binary (SPEC sections 5, 7, 8 and 9): hold-back
+// SSE streams through the real binary (docs/behaviour.md sections 5, 7, 8 and 9): hold-back
 // and replay before answer text, end markers per endpoint, structured error
 // events, line endings, idle timeouts, the closing error event after
 // publication, a client that leaves mid-stream, and streams the boundary
@@ -345,7 +345,7 @@ TEST_CASE("an upstream that goes idle after answer text: the client gets the clo
     CHECK(fake.request_count() == 1);
     // The idle upstream connection is closed, never reused.
     CHECK(fake.wait_for_peer_close(0, bound));
-    // Recorded as the stream-idle timer firing (SPEC section 5), not as a drop.
+    // Recorded as the stream-idle timer firing (docs/behaviour.md section 5), not as a drop.
     REQUIRE(turn_record(*proxy));
     const auto attempts = attempt_records(*proxy);
     CAPTURE(proxy->stdout_lines());

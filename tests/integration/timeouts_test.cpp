@@ -1,4 +1,4 @@
-// The connection timers of SPEC section 3 that other files do not cover:
+// The connection timers of docs/behaviour.md section 3 that other files do not cover:
 // limits.idle_timeout_ms on the client side and connect_timeout_ms (TCP plus
 // TLS handshake) on the upstream side.
 #include "support/fake_provider.hpp"

@@ -1,4 +1,4 @@
-// HTTPS upstreams through the real binary (SPEC sections 3, 4 and 5): the
+// HTTPS upstreams through the real binary (docs/behaviour.md sections 3, 4 and 5): the
 // route's tls.ca_file is the trust root, SNI and the host name are checked,
 // verification failures are terminal network failures (one attempt, no HTTP
 // request sent), and a client certificate is presented when configured.

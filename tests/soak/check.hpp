@@ -13,7 +13,7 @@ namespace modelproxy::soak {
 struct UpstreamCount {
     int requests = 0;  // requests carrying the turn's id
     int free = 0;      // of them, failures before a response byte on a reused
-                       // connection: re-sent at once, not an attempt (SPEC section 4)
+                       // connection: re-sent at once, not an attempt (docs/behaviour.md section 4)
 };
 
 struct Verdict {

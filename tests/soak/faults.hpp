@@ -1,6 +1,6 @@
-// The soak's fault table: for every failure class of SPEC sections 5, 7 and 8,
+// The soak's fault table: for every failure class of docs/behaviour.md sections 5, 7 and 8,
 // what the fake provider answers on each upstream request of a turn, and the
-// outcome the SPEC predicts the client sees (sections 7 and 9). Pure: scripts
+// outcome docs/behaviour.md predicts the client sees (sections 7 and 9). Pure: scripts
 // and expectations are values; nothing here does I/O.
 //
 // Every byte a turn's answer carries is derived from its turn id, so a

@@ -35,7 +35,7 @@ test::Script Registry::respond(const test::RequestRecord& request) {
     if (faulty) {
         test::Script script = plan.fault->script(id, turn, plan.stream, n);
         // A failure before any response byte on a reused connection is re-sent
-        // at once on a new one and is not an attempt (SPEC section 4).
+        // at once on a new one and is not an attempt (docs/behaviour.md section 4).
         const auto& steps = script.steps();
         const bool before_any_byte = !steps.empty() && (steps.front().kind == test::Step::Kind::reset ||
                                                         steps.front().kind == test::Step::Kind::close);

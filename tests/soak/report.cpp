@@ -100,7 +100,7 @@ bool print_summary(const Summary& s) {
     std::printf("  orphan requests  %llu upstream requests for no open turn  %s\n",
                 static_cast<unsigned long long>(s.orphans), verdict(s.orphans == 0));
     std::printf("  free resends     %llu faults before a response byte on a reused upstream connection, re-sent at once "
-                "and not counted as attempts (SPEC section 4)\n",
+                "and not counted as attempts (docs/behaviour.md section 4)\n",
                 static_cast<unsigned long long>(s.free_resends));
     const RecordCheck& rc = s.records;
     const bool attempts_match = rc.attempt_records == st.attempts;

@@ -21,7 +21,7 @@ struct Resources {
     std::int64_t rss_kib = -1;
 };
 
-// The records log (SPEC section 10) against the clients' view: one turn
+// The records log (docs/behaviour.md section 10) against the clients' view: one turn
 // record per turn issued, one attempt record per attempt the clients were
 // told of, and outcome "ok" exactly for the turns answered with their success
 // (turns judged wrong are already reported, their outcome is not compared).
@@ -48,7 +48,7 @@ struct Summary {
     RecordCheck records;
     Resources cold, baseline, end;
     std::int64_t rss_min_kib = 0, rss_max_kib = 0;
-    // The proxy's exit status after SIGTERM at the end (SPEC section 11: an
+    // The proxy's exit status after SIGTERM at the end (docs/behaviour.md section 11: an
     // idle proxy drains and exits 0); nullopt when it did not exit in time.
     bool ran_through = false;
     std::optional<int> exit_code;

@@ -1,7 +1,7 @@
-// The soak command (modelproxy issue 8): many concurrent clients, streaming
+// The soak command: many concurrent clients, streaming
 // and not, against the real binary and the in-process FakeProvider, which
-// injects every fault class of SPEC sections 5, 7 and 8 at a configurable
-// rate. Every turn must end with the outcome the SPEC predicts for its fault
+// injects every fault class of docs/behaviour.md sections 5, 7 and 8 at a configurable
+// rate. Every turn must end with the outcome docs/behaviour.md predicts for its fault
 // script (faults.cpp, check.cpp), no response may carry another turn's bytes,
 // and the proxy's open fds and RSS must come back to their baseline. Prints
 // turns/s, outcome counts and p50/p99 turn duration; exits 1 on any failure.

@@ -1,4 +1,4 @@
-// Content codings for scripted upstream bodies (SPEC section 4: a gzip or
+// Content codings for scripted upstream bodies (docs/behaviour.md section 4: a gzip or
 // deflate response is decoded by the proxy). zlib, one shot.
 #pragma once
 

@@ -1,4 +1,4 @@
-// One JSON-lines record (SPEC section 10) as tests query it. Boost.JSON is
+// One JSON-lines record (docs/behaviour.md section 10) as tests query it. Boost.JSON is
 // compiled once in config/boost_src.cpp.
 #pragma once
 

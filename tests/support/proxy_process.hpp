@@ -1,5 +1,5 @@
 // The real modelproxy binary as a child process, driven through its command
-// line only (SPEC section 2): serve with --config FILE --listen 127.0.0.1:0,
+// line only (docs/behaviour.md section 2): serve with --config FILE --listen 127.0.0.1:0,
 // stdout captured as JSON-lines records, stderr as human lines.
 //
 // Readiness contract: the proxy prints a stderr line containing

@@ -1,4 +1,4 @@
-// The embedded default and every default value of SPEC section 3.
+// The embedded default and every default value of docs/behaviour.md section 3.
 #include "config/config.hpp"
 
 #include <catch2/catch.hpp>
@@ -113,7 +113,7 @@ TEST_CASE("every route default") {
     REQUIRE(route.models.size() == 1);
     CHECK(route.models[0].name == "m");
     CHECK(route.models[0].upstream_model == "m");
-    CHECK(route.models[0].accept.empty());  // the default: m and its dated snapshots (SPEC section 3)
+    CHECK(route.models[0].accept.empty());  // the default: m and its dated snapshots (docs/behaviour.md section 3)
 }
 
 TEST_CASE("every key can be set") {

@@ -1,5 +1,5 @@
 // resolve_environment and is_loopback_host: keys from the environment, client
-// tokens, and SPEC section 12's refusal to listen open with an injected key.
+// tokens, and docs/behaviour.md section 12's refusal to listen open with an injected key.
 #include "config/config.hpp"
 
 #include <catch2/catch.hpp>

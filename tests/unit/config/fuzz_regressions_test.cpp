@@ -1,5 +1,5 @@
 // Regressions found by tests/fuzz/config_fuzz: a problem line is one line
-// whatever the file holds (SPEC section 2: one line per problem), loading
+// whatever the file holds (docs/behaviour.md section 2: one line per problem), loading
 // ends on any text (a leading ',' made yaml-cpp's LoadAll run until memory ran
 // out), and an upstream URL whose path does not start with '/' is refused.
 #include "config/config.hpp"

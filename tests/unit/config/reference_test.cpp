@@ -49,7 +49,7 @@ TEST_CASE("docs/configuration.md is what reference_document() generates, unchang
     CHECK(read_reference() == generated);
 }
 
-TEST_CASE("schema paths are unique and cover SPEC section 3") {
+TEST_CASE("schema paths are unique and cover docs/behaviour.md section 3") {
     std::set<std::string> paths;
     for (const mc::KeyInfo& info : mc::schema_keys()) {
         CHECK(paths.insert(info.path).second);

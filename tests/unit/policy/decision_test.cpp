@@ -23,7 +23,7 @@ constexpr std::int64_t plenty = 1'000'000'000;  // ms left: the deadline is far
 
 // Named configs for the tables.
 RetryConfig config(const std::string& name) {
-    RetryConfig c;  // the defaults of SPEC section 3
+    RetryConfig c;  // the defaults of docs/behaviour.md section 3
     if (name == "small-caps") {
         c.max_total_delay_ms = 1000;
         c.throttled_max_total_delay_ms = 1500;

@@ -6,7 +6,7 @@
 
 using namespace modelproxy::policy;
 
-TEST_CASE("every error class has the spelling of SPEC section 1", "[error_class]") {
+TEST_CASE("every error class has the spelling of docs/behaviour.md section 1", "[error_class]") {
     auto [cls, spelling] = GENERATE(table<ErrorClass, std::string>({
         {ErrorClass::network, "network"},
         {ErrorClass::timeout, "timeout"},

@@ -1,5 +1,5 @@
 // The attempt record of a model_identity_mismatch names the model the
-// upstream answered with and the names accepted (SPEC section 9).
+// upstream answered with and the names accepted (docs/behaviour.md section 9).
 #include "proxy/records.hpp"
 
 #include <boost/json/parse.hpp>

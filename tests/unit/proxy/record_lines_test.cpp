@@ -1,4 +1,4 @@
-// Exact record lines (SPEC section 10): key order, null/number/boolean forms
+// Exact record lines (docs/behaviour.md section 10): key order, null/number/boolean forms
 // and escaping pinned byte for byte, so a faster writer cannot change what a
 // log reader sees.
 #include "proxy/records.hpp"

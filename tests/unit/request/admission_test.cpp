@@ -1,5 +1,5 @@
 // request/admission.hpp: what a request's head alone decides, before any body
-// byte is read (SPEC sections 4 and 12). One row per case.
+// byte is read (docs/behaviour.md sections 4 and 12). One row per case.
 #include "request/admission.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The proxy's own error answers in the shapes the SDKs read (SPEC sections 7
+// The proxy's own error answers in the shapes the SDKs read (docs/behaviour.md sections 7
 // and 9): the Anthropic envelope, and the closing error event per endpoint.
 #include "request/local_answers.hpp"
 

@@ -97,7 +97,7 @@ TEST_CASE("body identity: not an object") {
 }
 
 TEST_CASE("body identity: one Inspector, body after body, answers each body alone") {
-    // The worker's Inspector answers into storage it reuses (issue 2): no
+    // The worker's Inspector answers into storage it reuses: no
     // model, flag or usage of an earlier body may show in a later answer.
     modelproxy::sse::Inspector inspector;
     using Models = std::vector<std::string>;

@@ -1,4 +1,4 @@
-// The credential scan's decoded pass and its key-only scans (SPEC section 8),
+// The credential scan's decoded pass and its key-only scans (docs/behaviour.md section 8),
 // and a property test of the response-side key scan: for any body and any
 // way of spelling a secret in it (raw, JSON-escaped, \u-escaped in any mix
 // of characters, split across events or across reads at any position), the

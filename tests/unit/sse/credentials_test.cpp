@@ -466,7 +466,7 @@ TEST_CASE("credentials: a secret split across two events' answer text, through t
     CHECK(scan.matched_rule() == "default sk- key");
 }
 
-// ---- reuse of the thread's scratch and streams (issue 2) -----------------------
+// ---- reuse of the thread's scratch and streams -----------------------
 
 TEST_CASE("credentials: a new stream scan never continues a dropped one's partial match", "[credentials]") {
     // A dropped scan's streams are reset and kept for the next scan on the
@@ -564,7 +564,7 @@ void plain_free(void* pointer) { std::free(pointer); }
 }  // namespace
 
 TEST_CASE("credentials: body and stream scans allocate nothing once the thread is warm", "[credentials]") {
-    // Issue 2: no heap allocation per body or per stream. Vectorscan's own
+    // No heap allocation per body or per stream. Vectorscan's own
     // allocators are counted (scratch and stream state); the first scans
     // size the thread's scratch and fill its kept streams.
     const CredentialScanner scanner = make({"warm-key-0001"}, {"tail-[0-9]+$"}, true);

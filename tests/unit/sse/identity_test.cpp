@@ -247,14 +247,14 @@ TEST_CASE("check_body_identity: every identity field must match", "[identity]") 
     CHECK(modelproxy::sse::refusal_code(IdentityVerdict::ok).empty());
 }
 
-// ---- what a refusal says (SPEC section 9) ---------------------------------
+// ---- what a refusal says (docs/behaviour.md section 9) ---------------------------------
 
 using modelproxy::sse::bounded_name;
 using modelproxy::sse::describe_refusal;
 using modelproxy::sse::IdentityRefusal;
 
 TEST_CASE("a model listed without accept takes its dated snapshots, never a longer name", "[identity]") {
-    // The default rule is the "*" rule over the upstream model (SPEC section
+    // The default rule is the "*" rule over the upstream model (docs/behaviour.md section
     // 3): providers answer an alias with a dated snapshot.
     const IdentityRule rule = IdentityRule::wildcard_for("gpt-4o-mini");
     CHECK(rule.accepts("gpt-4o-mini"));

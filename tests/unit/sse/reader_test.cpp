@@ -555,7 +555,7 @@ TEST_CASE("reader: in_input tells an event viewed in the input from one copied a
     CHECK_FALSE(reader.in_input({}));
 }
 
-// ---- limits (SPEC section 8: one line beyond max_event_bytes is refused) ---
+// ---- limits (docs/behaviour.md section 8: one line beyond max_event_bytes is refused) ---
 
 namespace {
 

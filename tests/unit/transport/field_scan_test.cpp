@@ -56,7 +56,7 @@ std::unique_ptr<Parser<isRequest>> parse(std::string_view text) {
 
 // Beast's parser given only a message's head: the reference for the head's
 // fields, which a chunked body's trailer fields are not (Beast's message
-// gets those too; the proxy's parser drops them, SPEC section 4).
+// gets those too; the proxy's parser drops them, docs/behaviour.md section 4).
 template <bool isRequest>
 std::unique_ptr<Parser<isRequest>> parse_head(std::string_view text) {
     auto parser = std::make_unique<Parser<isRequest>>();
@@ -289,7 +289,7 @@ TEST_CASE("an absent field is none and an empty one is an empty value", "[field_
 
 TEST_CASE("a chunked body's trailer fields are dropped: a scan after the body sees the head's alone",
           "[field_scan]") {
-    // SPEC section 4: a trailer cannot authenticate, route, set a deadline
+    // docs/behaviour.md section 4: a trailer cannot authenticate, route, set a deadline
     // or change how the body is read; the parser keeps none.
     const Request q(
         "POST /v1/chat/completions HTTP/1.1\r\n"

@@ -1,5 +1,5 @@
 // transport/inflater.hpp: a gzip or deflate body decoded in bounded steps
-// (SPEC section 8: decoded bytes count against the limits, so a bomb is
+// (docs/behaviour.md section 8: decoded bytes count against the limits, so a bomb is
 // never decoded whole before they are checked).
 #include "transport/inflater.hpp"
 

@@ -157,7 +157,7 @@ TEST_CASE("the answer's head keeps its status, reason and every field in arrival
     CHECK(fields.content_type == "application/json");
     CHECK(fields.retry_after_ms == "250");
     CHECK_FALSE(fields.retry_after);
-    // The body; its trailer is parsed and dropped (SPEC section 4: never
+    // The body; its trailer is parsed and dropped (docs/behaviour.md section 4: never
     // merged into the head), so the head's fields stay as they were.
     bool gave = false;
     CHECK(a.next(gave) == "{}");

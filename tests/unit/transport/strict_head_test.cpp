@@ -1,6 +1,6 @@
 // transport/strict_head.hpp: where a head ends, the one-pass readers' first
-// step, against string_view::find (what it was until issue 7 made it look
-// at sixteen positions at a time).
+// step (it looks at sixteen positions at a time), against
+// string_view::find.
 #include "transport/strict_head.hpp"
 
 #include <catch2/catch.hpp>

@@ -171,7 +171,7 @@ TEST_CASE("mutated answers: whatever is read in one pass, Beast reads the same",
 }
 
 TEST_CASE("a status outside 100..599 is refused by both readers", "[whole_answer]") {
-    // SPEC section 4: a bad response (class network), never an answer.
+    // docs/behaviour.md section 4: a bad response (class network), never an answer.
     for (const std::string status : {"000", "099", "600", "999"}) {
         const std::string text = "HTTP/1.1 " + status + " Odd\r\nContent-Length: 2\r\n\r\n{}";
         INFO(text);
