@@ -85,6 +85,15 @@ public:
     // its handshake done.
     Connection(Socket socket, tls::SslPtr ssl);
 
+    // The read buffer's room. Beast reads into a flat buffer at most
+    // max(512, its free capacity) bytes at a time. Left to grow on demand it
+    // stays near the head's size, so a 53 KB stream took about 100 reads
+    // and, one client write per read, about 100 writes: syscalls were half
+    // the stream relay's CPU. With this much room a read takes whatever the
+    // socket holds (a stream that arrives event by event is still relayed
+    // event by event: a read never waits for more).
+    static constexpr std::size_t read_buffer_bytes = 65536;
+
     Socket& socket() { return socket_; }
     bool is_plain() const { return !ssl_; }
     SSL* ssl() const { return ssl_.get(); }
