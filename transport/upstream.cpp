@@ -1,10 +1,12 @@
 // An exchange's request and its answer's head: the send, in a step without a
-// wait and the rest, and the head read.
+// wait and the rest, and the head read, with what a failure before the head
+// comes to (a stale connection, stale.hpp, or the attempt's fault).
 #include "transport/upstream.hpp"
 
 #include "policy/ascii.hpp"
 #include "transport/parse_step.hpp"
 #include "transport/reactor_flag.hpp"
+#include "transport/stale.hpp"
 #include "transport/write_now.hpp"
 
 #include <algorithm>
@@ -38,9 +40,11 @@ Exchange::Exchange(Connection& connection) : connection_(&connection) {}
 
 Exchange::Exchange(Exchange&& other) noexcept
     : connection_(std::exchange(other.connection_, nullptr)),
+      written_at_(other.written_at_),
       tls_want_(other.tls_want_),
       failed_(other.failed_),
-      no_body_(other.no_body_) {}
+      no_body_(other.no_body_),
+      endpoint_replayed_(other.endpoint_replayed_) {}
 
 Exchange::~Exchange() { end(); }
 
@@ -48,9 +52,11 @@ Exchange& Exchange::operator=(Exchange&& other) noexcept {
     if (this != &other) {
         end();
         connection_ = std::exchange(other.connection_, nullptr);
+        written_at_ = other.written_at_;
         tls_want_ = other.tls_want_;
         failed_ = other.failed_;
         no_body_ = other.no_body_;
+        endpoint_replayed_ = other.endpoint_replayed_;
     }
     return *this;
 }
@@ -66,13 +72,21 @@ void Exchange::end() {
 
 void Exchange::expect_no_body() { no_body_ = true; }
 
+void Exchange::set_endpoint_replayed(bool replayed) { endpoint_replayed_ = replayed; }
+
 Fault Exchange::send_fault(const boost::system::error_code& ec) {
-    if (!ec) return Fault::none;
+    const bool reused = connection_->reused();
+    if (!ec) {
+        // Only a reused connection's failure asks how long after the write
+        // it came (read_head): no clock reading for a new one.
+        if (reused) written_at_ = Clock::now();
+        return Fault::none;
+    }
     failed_ = true;
     if (ec == beast::error::timeout) return Fault::deadline;
-    // A request that could not be written on a reused connection never reached
-    // a live server: re-send it on a new one (SPEC section 4).
-    if (connection_->reused()) return Fault::stale_connection;
+    // A request that could not be written whole on a reused connection:
+    // the provider had closed it (docs/behaviour.md section 4).
+    if (is_stale({.reused = reused, .written = false})) return Fault::stale_connection;
     return Fault::dropped_before_head;
 }
 
@@ -82,8 +96,7 @@ std::optional<Fault> Exchange::send_at_once(std::string_view head, std::string_v
     if (!c.is_plain()) {
         boost::system::error_code ec;
         const tls::Step step = send_tls(head, body, taken, ec);
-        if (step == tls::Step::done) return Fault::none;
-        if (step == tls::Step::failed) return send_fault(ec);
+        if (step == tls::Step::done || step == tls::Step::failed) return send_fault(ec);
         return std::nullopt;
     }
     std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
@@ -158,6 +171,7 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
     int rest = -1;  // what the last plain read left (reactor_flag::read_with_rest)
+    bool answered = false;  // a byte of an answer came (a 1xx answer's included)
     for (;;) {
         ResponseParser& parser = c.parser_.emplace(c.head_, c.body_view_);
         parser.header_limit(head_limit_bytes);
@@ -233,6 +247,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             }
             boost::system::error_code read_ec = c.end_read(result);
             buffer.commit(n);
+            answered = answered || n != 0;
             if (read_ec == asio::error::eof) {
                 read_ec = parser.got_some() ? http::error::partial_message : http::error::end_of_stream;
             }
@@ -244,11 +259,14 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         if (ec) {
             failed_ = true;
             if (ec == beast::error::timeout) co_return Fault::deadline;
-            if (is_drop(ec)) {
-                if (c.reused() && !parser.got_some() && c.buffer().size() == 0) co_return Fault::stale_connection;
-                co_return Fault::dropped_before_head;
-            }
-            co_return Fault::bad_response;
+            if (!is_drop(ec)) co_return Fault::bad_response;
+            const bool reused = c.reused();  // the clock is read only then (send_fault)
+            const EarlyFailure seen{.reused = reused,
+                                    .written = true,
+                                    .answer_bytes = answered || c.buffer().size() != 0,
+                                    .since_written = reused ? Clock::now() - written_at_ : Clock::duration{},
+                                    .endpoint_replayed = endpoint_replayed_};
+            co_return is_stale(seen) ? Fault::stale_connection : Fault::dropped_before_head;
         }
         const unsigned status = parser.head().result_int();
         if (status >= 100 && status < 200) {
@@ -266,8 +284,9 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     // is cleared, so a pooled connection that epoll reports nothing more on
     // is reused without a peek (quiet). A reset that came with those bytes
     // is not in `rest`: a read of more of this body first sets the flag
-    // again (read_body), and the next request's send on a pooled connection
-    // fails on it, which a reused connection turns into a free resend.
+    // again (read_body), and the next request on a pooled connection fails
+    // on it at once, which a reused connection turns into a free resend
+    // (stale.hpp).
     if (rest == 0) reactor_flag::note_drained(c.socket());
     c.fields_ = scan_response(c.head_);
     auto coding = trim(c.fields_.content_encoding.value_or(""));
