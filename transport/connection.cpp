@@ -1,11 +1,8 @@
 // An upstream connection, and the per-worker pool of idle ones.
-#include "transport/reactor_flag.hpp"
+#include "transport/plain_io.hpp"
 #include "transport/upstream.hpp"
 
-#include <sys/socket.h>
-
 #include <atomic>
-#include <cerrno>
 #include <utility>
 
 namespace modelproxy::transport {
@@ -17,25 +14,12 @@ std::atomic<std::uint64_t> next_connection_id{1};
 // An idle HTTP/1.1 connection has nothing to say. Bytes waiting on it (an
 // answer longer than its framing said, a second answer nobody asked for, or a
 // close) mean it must not carry another request: they would be read as that
-// request's answer.
-//
-// On a plain connection, once the peek has found it empty (no byte, no end,
-// no error), the reactor's read flag is cleared (reactor_flag.hpp): the
-// answer's first read then waits for readiness without a recv() that would
-// find nothing, one system call fewer per request (issue 7).
+// request's answer. One peek per reuse tells (plain_io.hpp).
 bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
     // Bytes OpenSSL already read from the socket count as bytes waiting.
     if (!c.is_plain() && tls::holds_input(c.ssl())) return false;
-    Socket& socket = c.socket();
-    // The answer's last read left the socket empty with no FIN behind it
-    // (Exchange::read_head), and epoll has reported nothing since: no peek.
-    if (c.is_plain() && !reactor_flag::read_may_find_bytes(socket)) return true;
-    char byte;
-    const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    const bool empty = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    if (empty && c.is_plain()) reactor_flag::note_drained(socket);
-    return empty;
+    return plain::quiet(c.socket());
 }
 
 }  // namespace

@@ -5,7 +5,7 @@
 
 #include "policy/ascii.hpp"
 #include "transport/parse_step.hpp"
-#include "transport/reactor_flag.hpp"
+#include "transport/plain_io.hpp"
 #include "transport/stale.hpp"
 #include "transport/write_now.hpp"
 
@@ -28,6 +28,13 @@ std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
+}
+
+// One non-blocking read of the connection into `space`, plain (plain_io.hpp)
+// or through OpenSSL (tls_io.hpp): done, failed, or what to wait for.
+tls::Step read_once(Connection& c, asio::mutable_buffer space, std::size_t& n, boost::system::error_code& ec) {
+    if (c.is_plain()) return plain::read(c.socket(), space, n, ec);
+    return tls::read(c.ssl(), space.data(), space.size(), n, ec);
 }
 
 }  // namespace
@@ -170,7 +177,6 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
 
 Task<Fault> Exchange::read_head(Clock::time_point deadline) {
     Connection& c = *connection_;
-    int rest = -1;  // what the last plain read left (reactor_flag::read_with_rest)
     bool answered = false;  // a byte of an answer came (a 1xx answer's included)
     for (;;) {
         ResponseParser& parser = c.parser_.emplace(c.head_, c.body_view_);
@@ -204,45 +210,25 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             c.bound_read(deadline);
             boost::system::error_code result;
             std::size_t n = 0;
-            if (c.is_plain()) {
-                // As the socket's async_read_some, but a read that says what
-                // it left (`rest`, used once the head is whole, below). With
-                // the flag clear the read waits for readiness first; a read
-                // that finds nothing clears it: no byte, no FIN (that reads
-                // as the end) and no reset (an error) is there.
-                Socket& socket = c.socket();
-                for (;;) {
-                    rest = -1;
-                    if (!reactor_flag::read_may_find_bytes(socket)) {
-                        auto [wait_ec] = co_await reactor_flag::async_wait_readable(socket, use_tuple);
-                        if (wait_ec) {
-                            result = wait_ec;
-                            break;
-                        }
-                    }
-                    n = reactor_flag::read_with_rest(socket, buffer.prepare(room), result, rest);
-                    if (result != asio::error::would_block) break;
-                    reactor_flag::note_drained(socket);
+            // What the socket or OpenSSL holds, or after a wait for the
+            // socket (plain_io.hpp, tls_io.hpp). Right after the request
+            // went out the answer is not there yet: the first read waits for
+            // it instead of finding the socket empty (one system call
+            // fewer), unless OpenSSL holds bytes.
+            const auto space = buffer.prepare(room);
+            bool wait_first =
+                buffer.size() == 0 && !parser.got_some() && (c.is_plain() || !tls::holds_input(c.ssl()));
+            for (;;) {
+                tls::Step step = tls::Step::want_read;
+                if (!wait_first) {
+                    step = read_once(c, space, n, result);
+                    if (step == tls::Step::done || step == tls::Step::failed) break;
                 }
-            } else {
-                // What OpenSSL has, or after a wait for the socket. Right
-                // after the request went out the answer is not there yet:
-                // the first read waits for it instead of finding the socket
-                // empty (one read() fewer), unless OpenSSL holds bytes.
-                const auto space = buffer.prepare(room);
-                bool wait_first = buffer.size() == 0 && !parser.got_some() && !tls::holds_input(c.ssl());
-                for (;;) {
-                    tls::Step step = tls::Step::want_read;
-                    if (!wait_first) {
-                        step = tls::read(c.ssl(), space.data(), space.size(), n, result);
-                        if (step == tls::Step::done || step == tls::Step::failed) break;
-                    }
-                    wait_first = false;
-                    auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
-                    if (wait_ec) {
-                        result = wait_ec;
-                        break;
-                    }
+                wait_first = false;
+                auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+                if (wait_ec) {
+                    result = wait_ec;
+                    break;
                 }
             }
             boost::system::error_code read_ec = c.end_read(result);
@@ -278,16 +264,6 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         }
         break;
     }
-    // The final head is whole, and the plain read that brought its last
-    // bytes left the socket empty with no FIN behind them, with no
-    // epoll_wait since: as after a client's request (Session::run), the flag
-    // is cleared, so a pooled connection that epoll reports nothing more on
-    // is reused without a peek (quiet). A reset that came with those bytes
-    // is not in `rest`: a read of more of this body first sets the flag
-    // again (read_body), and the next request on a pooled connection fails
-    // on it at once, which a reused connection turns into a free resend
-    // (stale.hpp).
-    if (rest == 0) reactor_flag::note_drained(c.socket());
     c.fields_ = scan_response(c.head_);
     auto coding = trim(c.fields_.content_encoding.value_or(""));
     if (coding.empty() || policy::iequals(coding, "identity")) {

@@ -2,7 +2,6 @@
 // read, decoded when the answer is compressed; and whether the connection
 // can carry another request after it.
 #include "transport/parse_step.hpp"
-#include "transport/reactor_flag.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/beast/http/read.hpp>
@@ -110,10 +109,8 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
     c.bound_read(until);
     boost::system::error_code ec;
     if (c.is_plain()) {
-        // read_head may have cleared the flag after the head's read left
-        // nothing; a reset that came with those bytes is not in that report, so
-        // this read tries recv() first (reactor_flag.hpp).
-        reactor_flag::note_unknown(c.socket());
+        // Asio's read tries the socket at once and waits only when it holds
+        // nothing: a body's next bytes have often come by the time it is read.
         auto [result, n] = co_await http::async_read_some(c.socket(), c.buffer(), parser, use_tuple);
         ec = result;
     } else {
