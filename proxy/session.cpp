@@ -7,7 +7,6 @@
 #include "proxy/turn.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/parse_step.hpp"
-#include "transport/reactor_flag.hpp"
 #include "transport/read_timer.hpp"
 #include "transport/whole_request.hpp"
 #include "transport/write_now.hpp"
@@ -181,10 +180,6 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
             // Armed only for a head not yet whole (most arrive in one read):
             // the same deadline, and no clock reading when none is needed.
             read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
-            // Session::run may have cleared the read flag after a read that
-            // left nothing; a reset that came with those bytes is not in
-            // that report, so this read tries recv() first (reactor_flag.hpp).
-            transport::reactor_flag::note_unknown(socket_);
             auto [read_ec, n] = co_await http::async_read_header(socket_, buffer, *parser, use_tuple);
             ec = read_ec;
             timed_out = read_timer.disarm();
@@ -219,7 +214,6 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
     bool timed_out = false;
     if (!transport::parse_buffered(*parser, buffer, transport::ParseUntil::message, ec)) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
-        transport::reactor_flag::note_unknown(socket_);  // as for the head, above
         auto [read_ec, n] = co_await http::async_read(socket_, buffer, *parser, use_tuple);
         ec = read_ec;
         timed_out = read_timer.disarm();
@@ -245,7 +239,6 @@ Task<void> Session::linger(beast::flat_buffer& buffer, const config::Limits& lim
     buffer.consume(buffer.size());
     const asio::mutable_buffer room = buffer.prepare(4096);  // the first read's room: no allocation
     read_timer.arm(std::chrono::milliseconds(limits.header_timeout_ms));
-    transport::reactor_flag::note_unknown(socket_);
     for (;;) {
         auto [read_ec, n] = co_await socket_.async_read_some(room, use_tuple);
         if (read_ec) break;
@@ -271,9 +264,6 @@ Task<void> Session::run() {
     // readiness was a spurious one; writes try the socket at once
     // (transport/write_now.hpp), which only a non-blocking socket allows.
     socket_.non_blocking(true, ignored);
-    // Each request read then says whether the socket is left empty, so the
-    // turn's client watch can wait without an epoll_ctl (reactor_flag.hpp).
-    transport::reactor_flag::report_rest(socket_);
 
     // The session's own copy (it is held across suspensions), taken again
     // only when the worker's changed: no count taken per request.
@@ -304,16 +294,7 @@ Task<void> Session::run() {
                 co_return;
             }
             slot_ = worker_.take_slot();
-            int rest = -1;
-            const std::size_t n =
-                transport::reactor_flag::read_with_rest(socket_, slot_->buffer.prepare(4096), ec, rest);
-            // Nothing left behind the request, not even a FIN: the turn's
-            // client watch can wait without re-arming epoll (turn_watch.cpp).
-            // A reset that came with the request is not in `rest`; the watch
-            // then sees it only with the next readiness, or the answer's
-            // write does (README, Decisions). A request that needs more
-            // reads sets the flag again first (read_request).
-            if (!ec && rest == 0) transport::reactor_flag::note_drained(socket_);
+            const std::size_t n = socket_.read_some(slot_->buffer.prepare(4096), ec);  // non-blocking
             if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
             if (ec) co_return;
             slot_->buffer.commit(n);

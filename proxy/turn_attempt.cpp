@@ -41,9 +41,10 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attem
         note_idle(pool);
         auto& busy = worker_.counters(slot_).busy_connections;
         if (a.connection) a.busy.hold(busy);
-        // A reused connection that fails before any response byte is re-sent
-        // at once on a new one; that does not count as an attempt
-        // (docs/behaviour.md section 4).
+        // A reused connection the provider had already closed is re-sent at
+        // once on a new one; that does not count as an attempt
+        // (docs/behaviour.md section 4; which failures those are:
+        // transport/stale.hpp).
         bool settled = false;
         for (int round = 0; round < 2 && !settled; ++round) {
             if (!a.connection) {
@@ -59,6 +60,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attem
             }
             a.exchange.emplace(*a.connection);
             if (plan_.head_request) a.exchange->expect_no_body();
+            a.exchange->set_endpoint_replayed(policy::replays_every_class(plan_.endpoint));
             // The send, the body and the answer below try what needs no wait
             // first (the `_at_once` and `body_from_buffer` steps).
             std::size_t taken = 0;

@@ -1,7 +1,5 @@
 #include "proxy/turn_watch.hpp"
 
-#include "transport/reactor_flag.hpp"
-
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -9,10 +7,7 @@
 namespace modelproxy::proxy {
 
 void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch) {
-    // With the request read to the socket's last byte and no FIN behind it
-    // (Session::run), the wait joins the socket's queue without re-arming
-    // epoll; otherwise it is Asio's async_wait (reactor_flag.hpp).
-    transport::reactor_flag::wait_readable(client, [watch, fd = client.native_handle()](boost::system::error_code ec) {
+    client.async_wait(Socket::wait_read, [watch, fd = client.native_handle()](boost::system::error_code ec) {
         if (ec || watch->done) return;
         char byte;
         ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);

@@ -1,7 +1,6 @@
 // Making an upstream connection: the TLS context a route's connections
 // share, and the resolve, connect and handshake of each new one. What is
 // done on a connection once made is upstream.cpp's.
-#include "transport/reactor_flag.hpp"
 #include "transport/read_timer.hpp"
 #include "transport/tls_io.hpp"
 #include "transport/upstream.hpp"
@@ -79,9 +78,6 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
     socket.non_blocking(true);  // for write_now and OpenSSL's own reads and writes; async ops are unaffected
 
     if (!target.tls) {
-        // Each answer read then says whether it left the socket empty
-        // (Exchange::read_head, reactor_flag.hpp).
-        reactor_flag::report_rest(socket);
         result.connection = std::make_unique<Connection>(std::move(socket), nullptr);
         co_return result;
     }

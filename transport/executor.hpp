@@ -13,8 +13,6 @@
 // loop (server.cpp) keep them.
 #pragma once
 
-#include "transport/asio_memory.hpp"  // first: see there
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/basic_socket_acceptor.hpp>

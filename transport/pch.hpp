@@ -1,7 +1,6 @@
 // Precompiled for every target that links mp_transport: Asio and Beast are
 // the slow headers of this build.
 #pragma once
-#include "transport/asio_memory.hpp"  // first: see there
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>

@@ -1,17 +1,18 @@
 // A per-thread recycling allocator for the small blocks every request makes
 // and frees again: Beast's header fields (one block per field, one for the
-// request target or reason) on both sides of the proxy, and Asio's coroutine
-// frames and handler memory (asio_memory.hpp). With std::allocator
+// request target or reason) on both sides of the proxy. With std::allocator
 // each of those was a malloc and a free per request (issue 2); here a freed
 // block goes onto its thread's free list for its size class and the next
 // request takes it back, so a warmed-up worker allocates nothing for them.
+// (Asio's coroutine frames and operations take Asio's own per-thread
+// recycling: it has no public way to hand them another allocator for
+// frames.)
 //
 // Stateless (every instance compares equal), so it can stand where
 // std::allocator stood. A block freed on another thread than the one that
 // allocated it is simply kept by that thread: the lists hold plain
 // operator-new memory. Each list keeps at most `max_cached_bytes` per class,
-// so what a burst leaves behind is bounded (16 classes x 64 KiB per thread:
-// room for the frames of about a hundred turns in flight at once).
+// so what a burst leaves behind is bounded (16 classes x 64 KiB per thread).
 #pragma once
 
 #include <boost/beast/http/fields.hpp>

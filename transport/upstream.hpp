@@ -59,7 +59,8 @@ enum class Fault {
     body_too_large,        // more than max_response_body_bytes
     bad_response,          // the upstream's head is not valid HTTP (or is above 64 KiB)
     unsupported_encoding,  // a content coding other than identity/gzip/deflate
-    stale_connection,      // a reused connection failed before any response byte
+    stale_connection,      // a reused connection the provider had already closed (stale.hpp):
+                           // re-sent once on a new one, not an attempt
 };
 std::string_view to_string(Fault fault);
 
@@ -84,6 +85,15 @@ public:
     // `socket` connected and non-blocking; `ssl` null for plain TCP, else
     // its handshake done.
     Connection(Socket socket, tls::SslPtr ssl);
+
+    // The read buffer's room. Beast reads into a flat buffer at most
+    // max(512, its free capacity) bytes at a time. Left to grow on demand it
+    // stays near the head's size, so a 53 KB stream took about 100 reads
+    // and, one client write per read, about 100 writes: syscalls were half
+    // the stream relay's CPU. With this much room a read takes whatever the
+    // socket holds (a stream that arrives event by event is still relayed
+    // event by event: a read never waits for more).
+    static constexpr std::size_t read_buffer_bytes = 65536;
 
     Socket& socket() { return socket_; }
     bool is_plain() const { return !ssl_; }
@@ -179,6 +189,10 @@ public:
 
     // The request was HEAD: the answer has no body whatever its headers say.
     void expect_no_body();
+    // The request's endpoint replays every retryable class (policy's
+    // replays_every_class): only there does a reused connection that ends
+    // soon after the request count as stale (stale.hpp). False until set.
+    void set_endpoint_replayed(bool replayed);
 
     // Writes `head` (the serialized request head) then `body`, in two steps.
     // send_at_once, a non-blocking send (write_now.hpp; on TLS, records
@@ -193,8 +207,11 @@ public:
                           Clock::time_point deadline);
 
     // Reads the response head, consuming 1xx answers. Fails with
-    // stale_connection when the connection was reused and died before any
-    // response byte (the caller re-sends once on a new connection).
+    // stale_connection when the connection was reused and the provider had
+    // already closed it (stale.hpp; the caller re-sends once on a new
+    // connection, and that is no attempt); any other failure is the
+    // attempt's fault. A send that could not write the whole request on a
+    // reused connection is stale_connection too.
     Task<Fault> read_head(Clock::time_point deadline);
 
     const ResponseHeader& head() const;
@@ -262,9 +279,13 @@ private:
     tls::Step send_tls(std::string_view head, std::string_view body, std::size_t& taken,
                        boost::system::error_code& ec);
     Connection* connection_;  // null once moved from
+    // When the request's last byte was written; read only on a reused
+    // connection (stale.hpp).
+    Clock::time_point written_at_{};
     tls::Step tls_want_ = tls::Step::want_write;  // what send_tls last waited for
     bool failed_ = false;
     bool no_body_ = false;
+    bool endpoint_replayed_ = false;
 };
 
 }  // namespace modelproxy::transport

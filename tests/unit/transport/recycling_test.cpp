@@ -1,6 +1,5 @@
 // The per-thread recycling allocator (transport/recycling.hpp) that the
-// proxy's header fields and Asio's coroutine frames use.
-#include "transport/asio_memory.hpp"  // first, as in the product
+// proxy's header fields use.
 #include "transport/recycling.hpp"
 
 #include <catch2/catch.hpp>
@@ -46,24 +45,6 @@ TEST_CASE("each thread keeps its own blocks", "[recycling]") {
     void* again = recycling::allocate(200);
     CHECK(again == mine);
     recycling::deallocate(again, 200);
-}
-
-TEST_CASE("Asio's coroutine frames and handler memory come from the same lists", "[recycling]") {
-    using boost::asio::detail::thread_info_base;
-    // A block the lists keep is the one Asio gets for its next frame of that
-    // size class, and a frame Asio frees goes back to them (asio_memory.hpp).
-    void* kept = recycling::allocate(260);  // 257..320 bytes
-    recycling::deallocate(kept, 260);
-    void* frame = thread_info_base::allocate(thread_info_base::awaitable_frame_tag(), nullptr, 300);
-    CHECK(frame == kept);
-    std::fill_n(static_cast<char*>(frame), 300, 'x');
-    thread_info_base::deallocate(thread_info_base::awaitable_frame_tag(), nullptr, frame, 300);
-    void* handler = thread_info_base::allocate(thread_info_base::executor_function_tag(), nullptr, 290);
-    CHECK(handler == kept);
-    thread_info_base::deallocate(thread_info_base::executor_function_tag(), nullptr, handler, 290);
-    void* again = recycling::allocate(270);
-    CHECK(again == kept);
-    recycling::deallocate(again, 270);
 }
 
 TEST_CASE("header fields on the recycling allocator behave as Beast's usual ones", "[recycling]") {
