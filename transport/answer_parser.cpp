@@ -15,7 +15,7 @@ void AnswerParser::on_request_impl(http::verb, string_view, string_view, int, er
 // Beast clears `ec` before each of these calls; they set it only to fail.
 
 void AnswerParser::on_response_impl(int code, string_view reason, int version, error_code& ec) {
-    // SPEC section 4: a status outside 100..599 is a bad response (class
+    // docs/behaviour.md section 4: a status outside 100..599 is a bad response (class
     // network), never an answer to pass on. Beast takes any three digits.
     if (code < 100 || code > 599) {
         ec = http::error::bad_status;
@@ -27,7 +27,7 @@ void AnswerParser::on_response_impl(int code, string_view reason, int version, e
 
 void AnswerParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {
     // After the head, Beast reports a chunked body's trailer fields here too:
-    // parsed (so the framing is checked) and dropped (SPEC section 4).
+    // parsed (so the framing is checked) and dropped (docs/behaviour.md section 4).
     if (head_done_) return;
     head_.add(known_field(name), std::string_view(name_string.data(), name_string.size()), std::string_view(value.data(), value.size()));
 }

@@ -1,4 +1,4 @@
-// The upstream answer's parser (issue 7): Beast's basic_parser<false> for
+// The upstream answer's parser: Beast's basic_parser<false> for
 // the HTTP/1.1 grammar, framing, chunked decoding and limits, with the head
 // kept as a flat list of fields in one string (AnswerHead) instead of in
 // Beast's fields container.
@@ -29,7 +29,7 @@
 namespace modelproxy::transport {
 
 // An answer's status line and fields, in arrival order. Only the head's
-// own: a chunked body's trailer fields are dropped as they are parsed (SPEC
+// own: a chunked body's trailer fields are dropped as they are parsed (docs/behaviour.md
 // section 4: trailers are never merged into a head), so nothing read after
 // the body can reach the client's head or change how the answer is read.
 // The views a Field gives point into the head's text: valid until the head
@@ -67,7 +67,7 @@ private:
     std::uint32_t reason_size_ = 0;  // the reason is the text's start
 };
 
-// A status outside 100..599 (SPEC section 4) fails the parse with
+// A status outside 100..599 (docs/behaviour.md section 4) fails the parse with
 // http::error::bad_status, as whole_answer.hpp declines it: both readers
 // refuse it.
 class AnswerParser : public boost::beast::http::basic_parser<false> {

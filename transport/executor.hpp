@@ -5,7 +5,7 @@
 // Asio's default, any_io_executor, is type-erased: each copy, move and
 // destruction goes through its small-object storage, and each completion
 // through an extra indirect call. About 5 % of a request's user instructions
-// went there (issue 7). The io_context's own executor is a pointer and some
+// went there. The io_context's own executor is a pointer and some
 // bits, and its calls inline.
 //
 // The default-executor types (tcp::socket, steady_timer, awaitable<T>) still

@@ -1,5 +1,5 @@
 // The header fields the proxy reads, found in one walk of a Beast fields
-// list instead of one lookup each (issue 7). Beast's find() and operator[]
+// list instead of one lookup each. Beast's find() and operator[]
 // search a red-black tree keyed with a case-insensitive compare, a few hundred
 // instructions a lookup; a walk switches on the field enum kept while parsing
 // (known_field, flat_fields.hpp), and compares name strings only for names
@@ -57,7 +57,7 @@ struct ResponseFields {
 RequestFields scan_request(const FlatFields& fields);
 ResponseFields scan_response(const AnswerHead& head);
 
-// Whether the connection may carry another request after this one (SPEC
+// Whether the connection may carry another request after this one (docs/behaviour.md
 // section 4): an HTTP/1.1 request's, unless any of its Connection fields
 // lists "close" (all of them are read together, where Beast's
 // message::keep_alive() reads only the first). An HTTP/1.0 request's never:

@@ -1,6 +1,6 @@
 // A message's header fields in arrival order, kept in one string: what the
 // proxy's parsers keep instead of Beast's fields container (answer_parser.hpp
-// for an upstream answer, request_parser.hpp for a client's request; issue 7).
+// for an upstream answer, request_parser.hpp for a client's request).
 // The proxy walks fields in order and never looks one up by name
 // (field_scan.hpp), so a field costs an append, not an allocation and a
 // case-insensitive red-black tree insert.
@@ -25,7 +25,7 @@ namespace modelproxy::transport {
 // classify a name string, Beast's parsers narrow the enum Beast computed, so
 // a field has the same enum whichever parser read it. Beast's
 // string_to_field hashes the name to find it among some 350; this is a
-// switch on the length and a compare of two or three words (issue 7: string_to_field
+// switch on the length and a compare of two or three words (string_to_field
 // was 1.4 % of the CPU per request). Pure.
 boost::beast::http::field known_field(std::string_view name);
 boost::beast::http::field known_field(boost::beast::http::field beast);
@@ -86,7 +86,7 @@ public:
     // arrived) appended to the text in one copy; returns where they begin
     // in it. Fields in them are then added with add_copied, by their
     // offsets from `first`: a one-pass reader's head costs one copy, not
-    // two per field (issue 7).
+    // two per field.
     std::size_t copy_lines(const char* first, const char* last) {
         const std::size_t at = text_.size();
         text_.append(first, last);

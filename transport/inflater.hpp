@@ -1,8 +1,8 @@
 // Decodes a gzip or deflate response body incrementally (zlib), so a
-// compressed stream can still be relayed event by event (SPEC section 4:
+// compressed stream can still be relayed event by event (docs/behaviour.md section 4:
 // upstream answers are passed on unencoded).
 //
-// Decoding goes in bounded steps (SPEC section 8: memory is bounded whatever
+// Decoding goes in bounded steps (docs/behaviour.md section 8: memory is bounded whatever
 // the upstream sends, decoded bytes counting against the limits): a few
 // kilobytes of a gzip bomb can decode to gigabytes, so one read's input is
 // never decoded whole. The caller hands over a read's bytes (set_input),

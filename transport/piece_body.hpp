@@ -1,6 +1,6 @@
 // Where an upstream answer's parser (AnswerParser, answer_parser.hpp) puts
 // each read's body bytes: seen where they lie, in the connection's read
-// buffer, instead of being copied into a body buffer first (issue 7).
+// buffer, instead of being copied into a body buffer first.
 //
 // Beast's buffer_body copies every body byte the parser takes into the
 // caller's buffer. For a stream that copy is one memcpy of the whole answer,

@@ -1,7 +1,7 @@
 // A per-thread recycling allocator for the small blocks every request makes
 // and frees again: Beast's header fields (one block per field, one for the
 // request target or reason) on both sides of the proxy. With std::allocator
-// each of those was a malloc and a free per request (issue 2); here a freed
+// each of those was a malloc and a free per request; here a freed
 // block goes onto its thread's free list for its size class and the next
 // request takes it back, so a warmed-up worker allocates nothing for them.
 // (Asio's coroutine frames and operations take Asio's own per-thread

@@ -24,7 +24,7 @@ void RequestParser::on_response_impl(int, string_view, int, error_code& ec) {
 }
 
 // A chunked body's trailer fields come here too, once the head is done:
-// they are dropped (SPEC section 4), so they can never authenticate, route,
+// they are dropped (docs/behaviour.md section 4), so they can never authenticate, route,
 // set a deadline or change how the body is read, and the head's text does
 // not move under the views taken of it before the body.
 void RequestParser::on_field_impl(http::field name, string_view name_string, string_view value, error_code&) {

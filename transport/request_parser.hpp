@@ -1,4 +1,4 @@
-// A client request's parser (issue 7): Beast's basic_parser<true> for the
+// A client request's parser: Beast's basic_parser<true> for the
 // HTTP/1.1 grammar, framing, chunked decoding and limits, with the head kept
 // flat (RequestHead, flat_fields.hpp) and the body in a string.
 //

@@ -62,7 +62,7 @@ std::optional<std::size_t> whole_head(std::string_view bytes, std::size_t limit)
     const char* const s = bytes.data();
     // Sixteen positions at a time (GCC's vector extensions: SSE2 on x86-64,
     // NEON on arm64). string_view::find calls memchr at each CR, one per
-    // line: two thirds of the cost of finding a request's end (issue 7).
+    // line: two thirds of the cost of finding a request's end.
     using Bytes = char __attribute__((vector_size(16)));
     static_assert(std::endian::native == std::endian::little, "a mask's byte k is at bits 8k");
     std::size_t i = 0;

@@ -1,6 +1,6 @@
 // The strict form of an HTTP/1.1 head that the one-pass readers take
 // (whole_request.hpp for a client's request, whole_answer.hpp for an
-// upstream answer; issue 7): what an SDK or a provider sends, and nothing
+// upstream answer): what an SDK or a provider sends, and nothing
 // Beast would read differently. A head outside it is Beast's to parse.
 //
 // Pure: no I/O.

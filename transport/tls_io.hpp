@@ -1,7 +1,7 @@
 // TLS on an upstream connection's own socket: OpenSSL reads and writes the
 // file descriptor itself (SSL_set_fd on the non-blocking socket), and the
 // worker's reactor is asked only to wait until the socket is ready, when
-// OpenSSL says it must (SPEC section 4: HTTPS upstreams, verified).
+// OpenSSL says it must (docs/behaviour.md section 4: HTTPS upstreams, verified).
 //
 // Why not Asio's ssl::stream (under Beast's ssl_stream): it runs OpenSSL over
 // a pair of memory BIOs and copies every byte between them and its own

@@ -260,7 +260,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
                 failed_ = true;
                 co_return Fault::bad_response;
             }
-            continue;  // 1xx answers are consumed (SPEC section 4)
+            continue;  // 1xx answers are consumed (docs/behaviour.md section 4)
         }
         break;
     }

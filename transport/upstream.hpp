@@ -44,7 +44,7 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 // What went wrong with an upstream exchange, as observed by the transport.
-// policy/ turns these into error classes (SPEC section 5).
+// policy/ turns these into error classes (docs/behaviour.md section 5).
 enum class Fault {
     none,
     dns_failed,            // host name does not resolve (terminal)
@@ -125,7 +125,7 @@ private:
     SpillBuffer body_buffer_;
     // The state of the Exchange in progress, kept here because a connection
     // carries one exchange at a time: an exchange then costs no allocation
-    // (issue 2), and a pooled connection reuses it from answer to answer.
+    //, and a pooled connection reuses it from answer to answer.
     AnswerHead head_;                  // the answer's head, its capacity kept from answer to answer
     BodyPiece body_view_;  // where the parser puts each read's body bytes
     std::optional<ResponseParser> parser_;  // after head_ and body_view_, which it refers to
@@ -223,11 +223,11 @@ public:
     // The body in two steps, as the request's send: body_from_buffer takes
     // the next piece from bytes already read, without I/O and without a
     // coroutine, as read_some (`piece` null) or read_piece (`piece` set)
-    // gives it; nullopt when there are none (issue 7: a small answer's body
+    // gives it; nullopt when there are none (a small answer's body
     // nearly always arrives with its head). Only then is read_some or
     // read_piece awaited: they read, and take the piece that read gave.
     // A gzip or deflate body comes out at most 64 KiB of decoded bytes per
-    // call (SPEC section 8: a caller checks its limits between steps); the
+    // call (docs/behaviour.md section 8: a caller checks its limits between steps); the
     // steps of a piece already read come from body_from_buffer.
     std::optional<Fault> body_from_buffer(std::string& out, std::string_view* piece, bool& done);
 

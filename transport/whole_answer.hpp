@@ -1,5 +1,5 @@
 // An upstream answer read in one pass when it arrived whole in the strict
-// common form (issue 7): its head and its Content-Length body are in the
+// common form: its head and its Content-Length body are in the
 // read buffer, as a non-stream answer's nearly always are after the first
 // read. The answer's counterpart of whole_request.hpp.
 //

@@ -1,5 +1,5 @@
 // A client request read in one pass when it arrived whole in the strict
-// common form (issue 7): its head and its Content-Length body are in the
+// common form: its head and its Content-Length body are in the
 // read buffer, as nearly every API request's are after the first read.
 //
 // Beast's parser (request_parser.hpp) walks a head byte by byte and reads

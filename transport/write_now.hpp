@@ -29,7 +29,7 @@ namespace modelproxy::transport {
 //
 // Callers try this before awaiting write_rest: a coroutine called and awaited
 // costs a frame and two resumptions even when it never suspends, and nearly
-// every write here is settled by this step (issue 7).
+// every write here is settled by this step.
 template <class Buffers>
 std::optional<std::pair<boost::system::error_code, std::size_t>> write_at_once(Socket& socket, const Buffers& buffers,
                                                                               std::size_t& taken) {

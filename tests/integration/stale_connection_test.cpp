@@ -1,4 +1,4 @@
-// A reused upstream connection that fails before any answer byte (SPEC
+// A reused upstream connection that fails before any answer byte (docs/behaviour.md
 // section 4): only one the provider had already closed is re-sent for free,
 // without counting an attempt. That is a request that could not be fully
 // written, or, on an endpoint marked replayed, a connection that ended with
