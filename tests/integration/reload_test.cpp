@@ -162,12 +162,13 @@ TEST_CASE("reload: a stream in flight at SIGHUP finishes on its old route and up
         "data: {\"id\":\"s1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-a\",\"choices\":[{\"index\":0,"
         "\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
     // Answer text first (so it is published), then a pause the reload
-    // happens in, then the rest of the stream.
+    // happens in, then the rest of the stream. The pause is wide: a reload
+    // under a sanitizer on a loaded 2-core machine took over a second.
     one.push(Script{}
                  .write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
                  .chunk(event(R"({"role":"assistant","content":""})"))
                  .chunk(event(R"({"content":"old "})"))
-                 .sleep(1000ms)
+                 .sleep(3000ms)
                  .chunk(event(R"({"content":"route"})"))
                  .chunk(finish)
                  .last_chunk());
@@ -208,8 +209,9 @@ TEST_CASE("reload: a turn replaying across a SIGHUP keeps its old upstream for e
     FakeProvider one;
     FakeProvider two;
     // Attempt 1 fails (503) after a pause the reload happens in; attempt 2
-    // must go where attempt 1 went, not where the new config points.
-    one.push(Script{}.sleep(800ms).then(Script::json(503, R"({"error":{"message":"busy","type":"server_error"}})")));
+    // must go where attempt 1 went, not where the new config points. The
+    // pause is wide for the same reason as above.
+    one.push(Script{}.sleep(3000ms).then(Script::json(503, R"({"error":{"message":"busy","type":"server_error"}})")));
     one.push(Script::json(200, chat_answer("gpt-a", "from one")));
     two.set_default(Script::json(200, chat_answer("gpt-a", "from two")));
     ProxyProcess proxy({.config_yaml = config({route("one", one, "gpt-a")})});
