@@ -196,16 +196,8 @@ void TurnRun::record_cancelled() {
 // whose head is out ends with the closing error event; a turn that
 // published nothing gets a 503 envelope. Either way the connection closes.
 Task<void> TurnRun::end_at_drain_limit() {
-    Failed failed = failure(policy::FailureKind::drain_limit);
-    policy::FailureFacts facts;
-    facts.kind = failed.kind;
-    facts.cls = failed.classification.cls;
-    facts.client = client_has();
-    const policy::FailureAnswer a = policy::failure_answer(facts);
     Ending end;
-    answer_bytes(end, a, failed, replays_.attempts());
-    record_end({std::nullopt, &failed.classification, a.code, a.record_decision, a.outcome, a.record_status,
-                policy::to_string(a.cls), a.bound});
+    own_failure(end, policy::FailureKind::drain_limit, replays_.attempts());
     if (client_gone_ || writing_) co_return;
     co_await write_ending(end);
 }
@@ -213,17 +205,23 @@ Task<void> TurnRun::end_at_drain_limit() {
 // A replay whose payload differs from attempt 1's is not sent
 // (docs/behaviour.md section 6): the client is told of the attempts made.
 Task<bool> TurnRun::digest_mismatch() {
-    Failed failed = failure(policy::FailureKind::replay_digest_mismatch);
+    Ending end;
+    own_failure(end, policy::FailureKind::replay_digest_mismatch, replays_.attempts() - 1);
+    co_return co_await write_ending(end);
+}
+
+// A failure of the proxy's own, of no upstream attempt: its answer as
+// failure_answer gives it, into `end`, and the turn's record.
+void TurnRun::own_failure(Ending& end, policy::FailureKind kind, int attempts) {
+    Failed failed = failure(kind);
     policy::FailureFacts facts;
     facts.kind = failed.kind;
     facts.cls = failed.classification.cls;
     facts.client = client_has();
     const policy::FailureAnswer a = policy::failure_answer(facts);
-    Ending end;
-    answer_bytes(end, a, failed, replays_.attempts() - 1);
+    answer_bytes(end, a, failed, attempts);
     record_end({std::nullopt, &failed.classification, a.code, a.record_decision, a.outcome, a.record_status,
                 policy::to_string(a.cls), a.bound});
-    co_return co_await write_ending(end);
 }
 
 std::array<asio::const_buffer, 2> TurnRun::answer_buffers(const std::string& body) const {

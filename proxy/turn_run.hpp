@@ -255,6 +255,7 @@ private:
     // upstream_answer and held_stream forms pass on. Before the records: a
     // closing event's sequence number is read off the phase.
     void answer_bytes(Ending& end, const policy::FailureAnswer& answer, Failed& failed, int attempts);
+    void own_failure(Ending& end, policy::FailureKind kind, int attempts);
     // The closing error event of `answer` (docs/behaviour.md section 7).
     std::string closing_event(const policy::FailureAnswer& answer, int attempts) const;
     // end_answer's bytes, written: the head and body, or a stream's last
