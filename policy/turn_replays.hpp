@@ -44,6 +44,13 @@ public:
         return d;
     }
 
+    // The failed attempt falls over to another candidate (section 13), at
+    // `now`: at once, no wait, within the same bounds as a replay
+    // (decide_fall_over).
+    Decision fall_over(const Failure& failure, Time now) const {
+        return decide_fall_over({attempts_, waited_ms_}, failure, config_, left_ms(now));
+    }
+
     // After the wait, at `now`, before the next send: retry (send it) or
     // deadline, the turn ending on the failure it waited for.
     Decision before_send(Time now) const { return recheck_before_send(left_ms(now), config_); }
