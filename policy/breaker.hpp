@@ -85,6 +85,8 @@ public:
     // When an open breaker half-opens; `now` for a breaker that is not open.
     Time half_open_at(Time now) const;
     int probes_in_flight() const { return probes_; }
+    // New settings (a reload), the state kept.
+    void reconfigure(const BreakerConfig& config) { config_ = config; }
 
     // An attempt asks to go (a turn's first attempt on the candidate, or a
     // replay on it). Closed: pass. Half-open with a free slot: probe (the
