@@ -10,6 +10,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -39,7 +40,8 @@ struct BreakerTransition {
     BreakerState from = BreakerState::closed;
     BreakerState to = BreakerState::closed;
     BreakerReason reason = BreakerReason::consecutive;
-    std::int64_t open_ms = 0;  // the open time in force
+    std::int64_t open_ms = 0;  // the open time in force: the new one when it opens, the one
+                               // that passed when it half-opens, 0 when it closes
     friend bool operator==(const BreakerTransition&, const BreakerTransition&) = default;
 };
 
@@ -93,7 +95,8 @@ public:
     // slot is taken). Otherwise held, unless `forced` (no candidate of the
     // turn is usable: a breaker never fails a turn by itself), which makes
     // it pass. `moved` receives the open -> half-open transition when the
-    // open time passed before `now`.
+    // open time passed by `now` (an open time has passed at its last
+    // instant), else nullopt. Disabled: pass, and never a transition.
     Admit admit(Time now, bool forced, std::optional<BreakerTransition>& moved);
 
     // An attempt admitted as `how` (pass or probe) ended, counted as
@@ -107,7 +110,13 @@ public:
     //   half-open, a probe: success -> closed (probe-ok, the doubling reset);
     //     failure -> open (probe-failed, the open time doubled); none: its
     //     slot is freed;
-    //   an ordinary attempt outside closed changes nothing.
+    //   an ordinary attempt outside closed changes nothing, nor does a probe
+    //   settled outside half-open (its slot is freed all the same: a probe
+    //   holds its slot until its result, in whatever state);
+    //   an open breaker whose open time has passed moves to half-open first
+    //   (timer) and returns that move: the attempt settling was admitted
+    //   before the half-open began, so its result changes nothing else.
+    // Disabled: nothing, ever.
     // Open time: open_ms doubled per re-open without a close in between, at
     // least retry_after_ms, at most max_open_ms.
     std::optional<BreakerTransition> settle(Admit how, BreakerCount count, Time now,
@@ -115,7 +124,9 @@ public:
 
 private:
     // The ratio window as buckets of window_ms / kBuckets: the share is read
-    // over the buckets that overlap the last window_ms.
+    // over the kBuckets slices up to the current one, so a slice drops out
+    // as time moves kBuckets slices past it. Only counted attempts of the
+    // closed state go in; every open and every close empties it.
     static constexpr int kBuckets = 20;
     struct Bucket {
         std::int64_t index = -1;  // which window_ms / kBuckets slice of time it holds
@@ -124,15 +135,20 @@ private:
     };
     void open(Time now, BreakerReason reason, std::optional<std::int64_t> retry_after_ms,
               std::optional<BreakerTransition>& moved);
+    void close();
+    void reset_counts();  // the run of failures and the window
     void count_in_window(bool failure, Time now);
+    bool ratio_reached() const;  // after count_in_window: min_attempts and failure_ratio met
+    std::int64_t bucket_ms() const;
 
     BreakerConfig config_;
     BreakerState state_ = BreakerState::closed;
     int run_ = 0;          // counted failures in a row while closed
     int reopens_ = 0;      // opens without a close in between, minus one
-    int probes_ = 0;       // probes in flight while half-open
+    int probes_ = 0;       // probes admitted and not yet settled
     Time open_until_{};
-    std::int64_t open_ms_ = 0;  // the open time in force
+    std::int64_t open_ms_ = 0;  // the open time in force; 0 once closed
+    std::int64_t last_index_ = std::numeric_limits<std::int64_t>::min();  // the latest slice counted in
     std::array<Bucket, kBuckets> window_{};
 };
 

@@ -146,7 +146,7 @@ Classification classify_transport(Transport t, Endpoint endpoint) {
             // ends the turn with bound deadline (policy/decision.hpp).
             return on_endpoint({C::timeout, true, T::attempt_deadline, "turn-deadline"}, endpoint);
         case Transport::stream_idle_fired:
-            return on_endpoint({C::timeout, true, T::attempt_deadline, "stream-idle"}, endpoint);
+            return on_endpoint({C::timeout, true, T::stream_idle, "stream-idle"}, endpoint);
         case Transport::first_byte_fired:
             return on_endpoint({C::timeout, true, T::first_byte, "first-byte"}, endpoint);
         case Transport::first_token_fired:

@@ -91,7 +91,8 @@ Decision decide(const TurnSoFar& turn, const Failure& failure, const RetryConfig
 //   "deadline-passed"       as in decide(): deadline / deadline
 //   "attempts-bound"        attempts >= the deciding attempts bound (the
 //                           throttled one for an HTTP 429): exhausted
-//   "deadline-before-send"  time_left_ms < min_attempt_ms: deadline / deadline
+//   "deadline-before-send"  as in recheck_before_send (time_left_ms <= 0 or
+//                           < min_attempt_ms): deadline / deadline
 //   "fallback"              retry, wait_ms 0
 Decision decide_fall_over(const TurnSoFar& turn, const Failure& failure, const RetryConfig& config,
                           std::int64_t time_left_ms);
