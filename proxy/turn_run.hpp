@@ -69,7 +69,11 @@ public:
           watch_(watch),
           clock_(clock),
           replays_(route_->retry, plan.deadline) {}
-    ~TurnRun() { leave_candidate(); }
+    // However the turn ends, its last attempt's breaker slot is given back.
+    ~TurnRun() {
+        if (!settled_) settle(policy::BreakerFacts{.client_left = true});
+        leave_candidate();
+    }
 
     Task<bool> run();
     // run() with the hold ticker beside it: stream turns only (run_turn).
