@@ -105,7 +105,7 @@ boost::json::object plan_json(const config::ModelPlan& plan) {
     for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
         const auto& c = plan.candidates[i];
         boost::json::object item;
-        item["index"] = i;
+        item["index"] = static_cast<std::int64_t>(i);
         item["route"] = c.route_name;
         // null on the "*" route: the requested name goes upstream unchanged.
         if (c.upstream_model.empty()) {

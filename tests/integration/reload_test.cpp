@@ -257,8 +257,10 @@ TEST_CASE("reload: a broken file is refused with a line naming the problem, and 
          "modelproxy: " + path + ": routes[0].timeout_ms: "},
         {"unknown key", config({route("two", two, "gpt-a")}) + "    retyr: {}\n",
          "modelproxy: " + path + ": routes[0].retyr: "},
-        {"model in two routes", config({route("one", one, "gpt-a"), route("two", two, "gpt-a")}),
-         "modelproxy: " + path + ": routes[1].models[0]: "},
+        {"model twice in one route", config({route("two", two, "gpt-a, gpt-a")}),
+         "modelproxy: " + path + ": routes[0].models[1]: "},
+        {"a models entry no route lists", config({route("two", two, "gpt-a")}) + "models: [{name: gpt-b}]\n",
+         "modelproxy: " + path + ": models[0].name: "},
     };
     int verdicts = 0;
     for (const auto& c : cases) {
