@@ -22,13 +22,15 @@ namespace {
 
 constexpr auto bound = 5s;
 
+// `max_attempts` 1 unless given: a fall-over is an attempt too (one counter per turn).
 std::string route(std::string_view name, const FakeProvider& fake, std::string_view models,
-                  std::string_view breaker) {
+                  std::string_view breaker, int max_attempts = 1) {
     std::string yaml = "  - name: ";
     yaml += name;
     yaml += "\n    upstream: " + fake.base_url("/v1") + "\n    models: ";
     yaml += models;
-    yaml += "\n    retry: {base_delay_ms: 5, max_delay_ms: 20, min_attempt_ms: 10, max_attempts: 1, throttled_max_attempts: 1}\n    breaker: ";
+    yaml += "\n    retry: {base_delay_ms: 5, max_delay_ms: 20, min_attempt_ms: 10, max_attempts: " +
+            std::to_string(max_attempts) + ", throttled_max_attempts: 1}\n    breaker: ";
     yaml += breaker;
     yaml += "\n";
     return yaml;
@@ -54,7 +56,7 @@ std::vector<JsonRecord> breaker_records(const ProxyProcess& proxy) {
 
 // Two routes: "east" (the primary, gpt-4o) with `breaker`, "west" (its fallback, gpt-4o-mini).
 std::string primary_and_fallback(const FakeProvider& primary, const FakeProvider& backup, std::string_view breaker) {
-    return "routes:\n" + route("east", primary, "[gpt-4o]", breaker) +
+    return "routes:\n" + route("east", primary, "[gpt-4o]", breaker, 2) +
            route("west", backup, "[gpt-4o-mini]", "{enabled: false}") +
            "models:\n  - name: gpt-4o\n    attempts_per_candidate: 1\n    fallbacks: [gpt-4o-mini]\n";
 }
