@@ -178,3 +178,59 @@ TEST_CASE("half-open admits exactly `probes` probes at once; the others go to th
     CHECK(west == 2);
     CHECK(primary.request_count() == 3);  // the failure that opened it, and two probes
 }
+
+TEST_CASE("fail_fast: with no wait that fits, 503 circuit_open with Retry-After, nothing sent", "[breaker]") {
+    FakeProvider fake;
+    fake.set_default(Script::json(503, server_error));
+    auto proxy = start_proxy("routes:\n" +
+                             route("solo", fake, "[gpt-4o]",
+                                   "{consecutive_failures: 1, open_ms: 30000, max_open_ms: 30000, fail_fast: true}\n"
+                                   "    timeout_ms: 2000"));
+    REQUIRE(proxy->client().post_json("/v1/chat/completions", chat("gpt-4o")).ok());
+    REQUIRE(proxy->wait_for_records("breaker", 1, bound));
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat("gpt-4o"));
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 503);
+    CHECK(r.body.find("\"circuit_open\"") != std::string::npos);
+    CHECK(r.header("x-modelproxy-error-class") == "server");
+    CHECK(r.header("x-modelproxy-decision") == "unavailable");
+    CHECK(r.header("x-modelproxy-attempts") == "0");
+    CHECK(r.header("x-should-retry") == "false");
+    // Whole seconds until the half-open, rounded up: 30 at most, and more than 28.
+    const int retry_after = std::stoi(r.header("retry-after").value_or("-1"));
+    CHECK(retry_after <= 30);
+    CHECK(retry_after >= 29);
+    CHECK(fake.request_count() == 1);
+    REQUIRE(proxy->wait_for_records("turn", 2, bound));
+    std::optional<JsonRecord> last;
+    for (auto& rec : proxy->records())
+        if (rec.event() == "turn") last = rec;
+    REQUIRE(last);
+    CHECK(last->str("outcome") == "unavailable");
+    CHECK(last->str("code") == "circuit_open");
+    CHECK(last->integer("attempts") == 0);
+    CHECK(last->integer("status") == 503);
+}
+
+TEST_CASE("fail_fast: a half-open that fits in the deadline is waited for, and the turn is its probe", "[breaker]") {
+    FakeProvider fake;
+    fake.push(Script::json(503, server_error));
+    fake.set_default(Script::json(200, chat_answer("gpt-4o")));
+    auto proxy = start_proxy("routes:\n" +
+                             route("solo", fake, "[gpt-4o]",
+                                   "{consecutive_failures: 1, open_ms: 300, max_open_ms: 300, fail_fast: true}"));
+    REQUIRE(proxy->client().post_json("/v1/chat/completions", chat("gpt-4o")).ok());
+    REQUIRE(proxy->wait_for_records("breaker", 1, bound));
+    const auto sent = std::chrono::steady_clock::now();
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat("gpt-4o"));
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(fake.request_count() == 2);
+    // It waited for the half-open (a lower bound: the open time had not passed when it came).
+    CHECK(std::chrono::steady_clock::now() - sent >= 100ms);
+    REQUIRE(proxy->wait_for_records("breaker", 3, bound));
+    const auto transitions = breaker_records(*proxy);
+    CHECK(transitions[1].str("to") == "half-open");
+    CHECK(transitions[2].str("reason") == "probe-ok");
+}
