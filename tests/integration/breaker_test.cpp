@@ -63,7 +63,7 @@ std::string primary_and_fallback(const FakeProvider& primary, const FakeProvider
 
 }  // namespace
 
-TEST_CASE("consecutive failures open the breaker; turns skip the primary; after open_ms one probe closes it",
+TEST_CASE("consecutive failures open the breaker, then turns skip the primary, then after open_ms one probe closes it",
           "[breaker]") {
     FakeProvider primary, backup;
     primary.set_default(Script::json(503, server_error));
@@ -116,7 +116,7 @@ TEST_CASE("consecutive failures open the breaker; turns skip the primary; after 
     CHECK(transitions[2].str("reason") == "probe-ok");
 }
 
-TEST_CASE("a caller's own errors and rate limits never open a breaker; a 5xx does", "[breaker]") {
+TEST_CASE("a caller's own errors and rate limits never open a breaker, a 5xx does", "[breaker]") {
     FakeProvider fake;
     fake.push(Script::json(400, R"({"error":{"message":"bad","type":"invalid_request_error","code":null}})"));
     fake.push(Script::json(401, R"({"error":{"message":"no","type":"invalid_request_error","code":"invalid_api_key"}})"));
@@ -149,7 +149,7 @@ TEST_CASE("a single candidate's open breaker never fails a turn: the turn is sti
     CHECK(proxy->client().get("/readyz").status == 200);
 }
 
-TEST_CASE("half-open admits exactly `probes` probes at once; the others go to the fallback", "[breaker]") {
+TEST_CASE("half-open admits exactly `probes` probes at once, the others go to the fallback", "[breaker]") {
     FakeProvider primary, backup;
     primary.set_default(Script::json(503, server_error));
     backup.set_default(Script::json(200, chat_answer("gpt-4o-mini")));

@@ -210,7 +210,7 @@ TEST_CASE("one attempt counter for the whole turn: more candidates never mean mo
     CHECK(c.request_count() == 0);
 }
 
-TEST_CASE("deployments: a model on two routes, ordered, goes to the first; weighted splits by weight",
+TEST_CASE("deployments: a model on two routes, ordered, goes to the first, weighted splits by weight",
           "[fallback]") {
     FakeProvider one, two;
     one.set_default(Script::json(200, chat_answer("m")));
@@ -255,7 +255,7 @@ TEST_CASE("first_byte_timeout_ms: a silent primary falls over at once, its conne
     CHECK(attempts[0].str("decision") == "fallback");
 }
 
-TEST_CASE("first_token_timeout_ms: keep-alives and a role-only delta do not stop it; the last candidate is never cut",
+TEST_CASE("first_token_timeout_ms: keep-alives and a role-only delta do not stop it, the last candidate is never cut",
           "[fallback][timers]") {
     FakeProvider primary, backup;
     SseOptions slow;
