@@ -1,6 +1,7 @@
 // Problem lines and the lookups the proxy makes on a loaded Config. Loading
-// is in load.cpp and routes.cpp, the schema in schema.cpp, address parsing in
-// syntax.cpp, environment variables in environment.cpp.
+// is in load.cpp, routes.cpp, route_outage.cpp and models_block.cpp, the
+// schema in schema.cpp, address parsing in syntax.cpp, environment variables
+// in environment.cpp.
 #include "config/config.hpp"
 
 namespace modelproxy::config {
@@ -42,8 +43,8 @@ std::string Problem::line() const {
 }
 
 ModelMatch find_model(const Config& config, std::string_view client_model) {
-    // A model name is in one route only (load_config refuses duplicates), so
-    // the first exact match is the only one.
+    // A name listed by several routes is found at its first deployment in
+    // config order; a route lists a name once (load_config refuses more).
     for (const Route& route : config.routes) {
         for (const Model& model : route.models) {
             if (model.name == client_model) {
@@ -61,6 +62,30 @@ const Route* wildcard_route(const Config& config) {
         }
     }
     return nullptr;
+}
+
+std::vector<Deployment> deployments_of(const Config& config, std::string_view name) {
+    std::vector<Deployment> deployments;
+    for (std::size_t r = 0; r < config.routes.size(); ++r) {
+        const std::vector<Model>& models = config.routes[r].models;
+        for (std::size_t m = 0; m < models.size(); ++m) {
+            if (models[m].name == name) {
+                deployments.push_back(Deployment{r, m});
+                break;  // once per route
+            }
+        }
+    }
+    return deployments;
+}
+
+const ModelPolicy& model_policy(const Config& config, std::string_view name) {
+    static const ModelPolicy defaults;
+    for (const ModelPolicy& entry : config.models) {
+        if (entry.name == name) {
+            return entry;
+        }
+    }
+    return defaults;
 }
 
 }  // namespace modelproxy::config

@@ -8,6 +8,8 @@
 // can be judged alone (`doctor` reads none).
 #pragma once
 
+#include "policy/breaker.hpp"
+#include "policy/candidates.hpp"
 #include "policy/retry_config.hpp"
 
 #include <cstdint>
@@ -83,10 +85,25 @@ struct Route {
     std::int64_t stream_idle_timeout_ms = 60000;
     std::int64_t stream_head_hold_ms = 10000;
     std::int64_t max_stream_ms = 0;
+    int weight = 1;                          // share among a model's deployments (section 13)
+    std::int64_t first_byte_timeout_ms = 0;  // 0 = off; streams only
+    std::int64_t first_token_timeout_ms = 0; // 0 = off; streams only
+    policy::BreakerConfig breaker;
     std::vector<Model> models;           // the "*" entry is not in here
     bool wildcard = false;               // lists "*"
     policy::RetryConfig retry;           // catalog merged with the route's override
     std::optional<std::string> api_key;  // filled by resolve_environment; nullopt = pass client credentials through
+};
+
+// One entry of the top-level `models` block (docs/behaviour.md section 13):
+// how a client model name's candidates are tried. A name without an entry
+// takes the defaults.
+struct ModelPolicy {
+    std::string name;
+    policy::Balance balance = policy::Balance::ordered;
+    int attempts_per_candidate = 2;       // 1..16
+    std::vector<std::string> fallbacks;   // other client model names, in order
+    policy::FallbackOn fallback_on;       // the five classes by default
 };
 
 struct Config {
@@ -98,6 +115,7 @@ struct Config {
     policy::RetryConfig retry;           // the catalog
     Boundary boundary;
     std::vector<Route> routes;
+    std::vector<ModelPolicy> models;     // the `models` block, in file order
 };
 
 struct Problem {
@@ -140,8 +158,9 @@ EnvResult resolve_environment(Config& config, const Getenv& getenv);
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool is_loopback_host(std::string_view host);
 
-// Which route and model serve a client model name: an exact name first, else
-// the "*" route (model == nullptr then). Both null when nothing serves it.
+// Which route and model serve a client model name: the first route listing
+// the exact name (its first deployment), else the "*" route (model ==
+// nullptr then). Both null when nothing serves it.
 struct ModelMatch {
     const Route* route = nullptr;
     const Model* model = nullptr;
@@ -149,6 +168,20 @@ struct ModelMatch {
 ModelMatch find_model(const Config& config, std::string_view client_model);
 
 const Route* wildcard_route(const Config& config);
+
+// A deployment of a client model name (docs/behaviour.md section 13):
+// routes[route].models[model].
+struct Deployment {
+    std::size_t route = 0;
+    std::size_t model = 0;
+    friend bool operator==(const Deployment&, const Deployment&) = default;
+};
+// Every route listing `name` by name, in config order (the "*" route is not
+// a deployment). Empty when no route lists it.
+std::vector<Deployment> deployments_of(const Config& config, std::string_view name);
+// The `models` entry of `name`, or the defaults (a static ModelPolicy with an
+// empty name) when it has none.
+const ModelPolicy& model_policy(const Config& config, std::string_view name);
 
 // One row of the schema of docs/behaviour.md section 3: every key the loader accepts, with
 // the default and range the validator applies (the validator reads its ranges

@@ -1,5 +1,6 @@
 // load_config: the document, listen, workers, limits, clients, the retry
-// catalog and boundary. Routes are in routes.cpp.
+// catalog and boundary. Routes are in routes.cpp, the models block in
+// models_block.cpp.
 #include "config/config.hpp"
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
@@ -149,6 +150,13 @@ void read_document(const YAML::Node& root, Config& config, Problems& problems) {
         top.problem("routes", "is required (list at least one route)");
     } else {
         config.routes = read_routes(*routes, config.retry, problems);
+    }
+    if (const YAML::Node* models = top.find("models")) {
+        // Without a list of routes, every name would be "not listed": one
+        // problem (at routes) says enough.
+        const bool routes_read = routes != nullptr && routes->IsSequence();
+        const std::vector<std::string> listed = routes_read ? listed_model_names(*routes) : std::vector<std::string>{};
+        config.models = read_models_block(*models, routes_read ? &listed : nullptr, problems);
     }
 }
 

@@ -39,10 +39,18 @@ constexpr std::string_view rules = R"(
   The problem names `routes[i].retry.min_attempt_ms` when the route overrides
   it, else `routes[i].timeout_ms`.
 - At least one route; route names are unique.
-- A client model name appears in one route only, and once; the second
-  occurrence is the one reported. At most one route lists `"*"`. `"*"` is only
-  the plain list entry `- "*"`; no other name may contain `*` (names match
-  exactly).
+- A client model name appears at most once in a route; the second occurrence
+  is the one reported. Several routes may list the same name: they are its
+  deployments (below). At most one route lists `"*"`. `"*"` is only the plain
+  list entry `- "*"`; no other name may contain `*` (names match exactly).
+- `first_byte_timeout_ms` and `first_token_timeout_ms` are 0 (off) or at most
+  the route's `timeout_ms`. `breaker.open_ms <= breaker.max_open_ms`; the
+  problem names `max_open_ms` when the breaker sets it, else `open_ms`.
+- A `models` entry names a model some route lists by name (the `"*"` route
+  does not count), and each model has one entry. Each of its `fallbacks` is a
+  model some route lists by name, not the entry's own model, and appears once
+  in that list. `fallback_on` entries are class names or `code:<X>` with a
+  non-empty X.
 - `api_key_required: true` needs `api_key_env`.
 - `tls.cert_file` and `tls.key_file` come together; `tls.*` apply only to
   `https://` upstreams.
@@ -50,6 +58,128 @@ constexpr std::string_view rules = R"(
   set; header names are compared case-insensitively.
 - `api_key_env` and `clients.tokens_env` hold variable names, never values; an
   empty string is the same as leaving the key out.
+
+## Deployments and fallbacks (docs/behaviour.md section 13)
+
+A client model name listed by several routes has several **deployments**,
+one per route, each with its own `upstream_model`, key and `accept` list. A
+**candidate** is one (route, upstream model) pair. A turn's candidates are
+the requested model's deployments, starting at the one chosen for the turn
+(`balance: ordered`: the first usable one in config order; `weighted`: the
+usable one with the fewest turns in flight per unit of `weight`) and then in
+config order, followed by the deployments of each of its `fallbacks`, in
+order. Only the requested model's own `fallbacks` count: the fallbacks of a
+fallback are not followed, so `a` falling back to `b` and `b` to `a` is
+allowed and never loops. A client that sends `x-modelproxy-fallback: off`
+gets the requested model's deployments only.
+
+A failure in the model's `fallback_on` moves the turn to its next usable
+candidate: at once for a 429, a failure that is not replayed, and a
+first-byte or first-token timeout; after `attempts_per_candidate` attempts on
+the candidate for other replayable failures. Other failures are replayed on
+the same candidate as section 6 says. One attempt counter and one summed
+wait serve the whole turn, and the turn's `retry` bounds and `timeout_ms`
+deadline are those of the requested model's first deployment in config
+order: more candidates never mean more attempts or a longer turn. Each
+candidate's own route gives its connect, first-byte, first-token and idle
+timers. A stream that has published answer text never falls over.
+
+Two Azure OpenAI regions serving `gpt-4o`, and Anthropic's OpenAI-compatible
+endpoint as the fallback (and the other way round):
+
+```yaml
+routes:
+  - name: azure-east
+    upstream: https://contoso-east.openai.azure.com/openai/v1
+    api_key_env: AZURE_EAST_KEY
+    api_key_header: api-key
+    first_byte_timeout_ms: 5000
+    first_token_timeout_ms: 15000
+    models: [gpt-4o]                 # the deployment is named gpt-4o
+  - name: azure-west
+    upstream: https://contoso-west.openai.azure.com/openai/v1
+    api_key_env: AZURE_WEST_KEY
+    api_key_header: api-key
+    first_byte_timeout_ms: 5000
+    first_token_timeout_ms: 15000
+    models: [gpt-4o]
+  - name: anthropic
+    upstream: https://api.anthropic.com/v1   # OpenAI-compatible chat completions
+    api_key_env: ANTHROPIC_API_KEY
+    first_byte_timeout_ms: 5000
+    first_token_timeout_ms: 15000
+    models:
+      - {name: claude-sonnet, upstream_model: claude-sonnet-4-5}
+models:
+  - name: gpt-4o
+    fallbacks: [claude-sonnet]       # candidates: azure-east, azure-west, anthropic
+  - name: claude-sonnet
+    fallbacks: [gpt-4o]              # candidates: anthropic, azure-east, azure-west
+```
+
+A `gpt-4o` turn starts on `azure-east` while its breaker lets turns through
+and it is not cooling down after a 429, else on `azure-west`; with `balance:
+weighted` the two would share the turns by `weight`. When both regions fail
+it, the turn goes to Anthropic, and its answer carries
+`x-modelproxy-model: claude-sonnet` and `x-modelproxy-route: anthropic`.
+
+**The timers.** Each is set per route and applies to that route's
+candidates; 0 turns it off.
+
+- `connect_timeout_ms`: TCP connect and TLS handshake. A provider that is
+  unreachable fails here (class `network`).
+- `first_byte_timeout_ms` (streams only): from the request's last byte
+  written to the first byte of the response head. It catches a deployment
+  that took the request and says nothing. A non-stream answer's head comes
+  only when the whole answer is ready, so no such timer can tell slow from
+  dead there; only `timeout_ms` bounds it. Set it a little above the
+  provider's usual time to a stream's head.
+- `first_token_timeout_ms` (streams only): from the response head to the
+  first answer text; comments, keep-alives, role-only and empty deltas do not
+  stop it. It catches a deployment that opened a stream and produces nothing.
+  It applies only while a later usable candidate exists and `timeout` is in
+  `fallback_on`, so the last candidate is never cut by it, and it never opens
+  a breaker (a model that thinks long is not a dead provider). Set it above
+  the longest wait for a first token you accept, or leave it off for
+  reasoning models.
+- `stream_idle_timeout_ms`: no byte at all for this long, at any point of a
+  stream. A timeout like any other: replayed on the candidate up to
+  `attempts_per_candidate` attempts, then the turn falls over.
+- `timeout_ms`: the turn deadline. The requested model's first deployment's
+  value bounds the whole turn, across every candidate, until the turn
+  publishes.
+
+**What `modelproxy doctor` prints for a model.** For each client model with
+more than one candidate, a `models` entry or a warning: its candidates in
+config order (index, route, upstream model, and which fallback a candidate
+belongs to), `attempts_per_candidate`, `fallback_on`, the turn's bounds, and:
+
+- the worst case of a turn that falls through every candidate: the turn
+  deadline, `timeout_ms` of the requested model's first deployment. Every
+  attempt, wait and fall-over happens inside it, so no number of candidates
+  lengthens a turn; and nothing shorter bounds it in general, since the last
+  candidate is never cut by `first_token_timeout_ms` and a non-stream
+  attempt by neither timer.
+- how soon a stream turn whose earlier candidates all hang reaches the last
+  candidate, at most: with candidates `0..n-1`, `k = attempts_per_candidate`
+  and the turn's `retry`,
+  `sum over i < n-1 of k * (connect_timeout_ms[i] + first_byte_timeout_ms[i]
+  + first_token_timeout_ms[i]) + min(max_total_delay_ms, (n-1) * (k-1) *
+  max_delay_ms)`. Each of those candidates gets at most `k` attempts; each
+  attempt ends by its connect timeout, then by the first-byte timer before a
+  head, then by the first-token timer before answer text; the waits are
+  those between attempts on one candidate (falling over does not wait). The
+  time to write the request is not counted. When `timeout` is not in
+  `fallback_on`, or one of those candidates has either timer off, a hang there
+  holds the turn until the deadline, and doctor names the candidate and the
+  missing timer instead.
+
+Warnings (stderr, and in `--json`): a `first_byte_timeout_ms`,
+`first_token_timeout_ms` or `stream_idle_timeout_ms` of a candidate at or
+above the turn deadline; a `first_token_timeout_ms` that never applies (the
+last candidate, or `timeout` not in `fallback_on`); and a `max_attempts` that
+ends a turn before its last candidate when each earlier candidate takes
+`attempts_per_candidate` attempts.
 
 ## At startup and in `check` (after `--listen` and `--workers`)
 

@@ -1,5 +1,6 @@
 // The `routes:` list: each route's keys, its models, its retry override, and
-// the rules across routes (unique names, a model in one route only, one "*").
+// the rules across routes (unique names, one "*"). A model name may appear in
+// several routes: those are its deployments (docs/behaviour.md section 13).
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
 
@@ -308,16 +309,15 @@ void RoutesReader::add_model_site(const YAML::Node& at, const std::string& name,
         if (site.name != name) {
             continue;
         }
-        std::string why;
         if (site.route == index) {
-            why = "model " + name + " is listed twice in this route (first at " + site.path + ")";
-        } else if (name == "*") {
-            why = "only one route may list \"*\"; route " + site.route_name + " already does (" + site.path + ")";
-        } else {
-            why = "model " + name + " is already served by route " + site.route_name + " (" + site.path + ")";
+            problems_.add(at, path, "model " + name + " is listed twice in this route (first at " + site.path + ")");
+            return;
         }
-        problems_.add(at, path, why);
-        return;
+        if (name == "*") {
+            problems_.add(at, path, "only one route may list \"*\"; route " + site.route_name + " already does (" +
+                                        site.path + ")");
+            return;
+        }
     }
     models_.push_back(ModelSite{name, index, route.name.empty() ? join_index("routes", index) : route.name, path});
 }
@@ -401,6 +401,7 @@ std::optional<Route> RoutesReader::read(const YAML::Node& node, std::size_t inde
     reader.integer("stream_idle_timeout_ms", route.stream_idle_timeout_ms);
     reader.integer("stream_head_hold_ms", route.stream_head_hold_ms);
     reader.integer("max_stream_ms", route.max_stream_ms);
+    read_route_outage(reader, route, problems_);
     read_models(reader, route, index);
     read_retry_override(reader, route);
     return route;

@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -31,6 +32,16 @@ constexpr IntRange attempts{1, 16, Unit::count};
 constexpr IntRange throttled_attempts{1, 64, Unit::count};
 constexpr IntRange min_attempt{1, hour, Unit::ms};  // below the largest timeout_ms, which it must stay under
 constexpr IntRange stream_cap{10, 24 * hour, Unit::ms, true};
+// docs/behaviour.md section 13.
+constexpr IntRange route_weight{1, 1000, Unit::count};
+constexpr IntRange stream_timer{10, 24 * hour, Unit::ms, true};  // and at most the route's timeout_ms
+constexpr IntRange breaker_failures{1, 1000, Unit::count};
+constexpr IntRange breaker_attempts{1, 100000, Unit::count};
+constexpr IntRange breaker_window{100, 10 * minute, Unit::ms};
+constexpr IntRange breaker_open{10, 10 * minute, Unit::ms};
+constexpr IntRange breaker_max_open{10, hour, Unit::ms};  // and at least open_ms
+constexpr IntRange breaker_probes{1, 100, Unit::count};
+constexpr DecimalRange breaker_ratio{micro / 100, micro};
 
 // 33554432 bytes -> "32 MiB", 300000 ms -> "5 min"; "" when no unit divides it.
 std::string in_units(std::int64_t value, Unit unit) {
@@ -73,13 +84,108 @@ std::string shown_default(std::int64_t value, Unit unit, const char* zero_meanin
 KeySpec integer_key(std::string path, std::int64_t default_value, IntRange range,
                     std::string description, const char* zero_meaning = nullptr) {
     return KeySpec{std::move(path), shown_default(default_value, range.unit, zero_meaning), range,
-                   describe_range(range), std::move(description)};
+                   std::nullopt, describe_range(range), std::move(description)};
+}
+
+// An integer key whose range has a bound set by another key: `also` names it
+// after the table's range ("at most the route's timeout_ms").
+KeySpec bounded_key(std::string path, std::int64_t default_value, IntRange range, std::string_view also,
+                    std::string description, const char* zero_meaning = nullptr) {
+    KeySpec spec = integer_key(std::move(path), default_value, range, std::move(description), zero_meaning);
+    spec.range += ", ";
+    spec.range += also;
+    return spec;
+}
+
+KeySpec decimal_key(std::string path, std::int64_t default_micro, DecimalRange range, std::string description) {
+    return KeySpec{std::move(path), decimal_text(default_micro), std::nullopt, range,
+                   describe_range(range) + " (a decimal)", std::move(description)};
 }
 
 KeySpec other_key(std::string path, std::string default_value, std::string range,
                   std::string description) {
-    return KeySpec{std::move(path), std::move(default_value), std::nullopt, std::move(range),
+    return KeySpec{std::move(path), std::move(default_value), std::nullopt, std::nullopt, std::move(range),
                    std::move(description)};
+}
+
+// "network, timeout, ...": the classes of a fallback_on default.
+std::string classes_text(const policy::FallbackOn& on) {
+    std::string text;
+    for (const policy::ErrorClass cls : on.classes) {
+        text += text.empty() ? "" : ", ";
+        text += policy::to_string(cls);
+    }
+    return text;
+}
+
+// The section 13 keys of a route.
+std::vector<KeySpec> outage_route_specs(const Route& route) {
+    const policy::BreakerConfig& breaker = route.breaker;
+    return {
+        integer_key("routes[].weight", route.weight, route_weight,
+                    "the route's share of a model's turns among that model's deployments under `balance: weighted`"),
+        bounded_key("routes[].first_byte_timeout_ms", route.first_byte_timeout_ms, stream_timer,
+                    "at most the route's timeout_ms",
+                    "streams only: no response head this long after the request was written ends the attempt "
+                    "(timeout, first-byte); it falls over when `timeout` is in fallback_on and a later candidate "
+                    "is usable",
+                    "off"),
+        bounded_key("routes[].first_token_timeout_ms", route.first_token_timeout_ms, stream_timer,
+                    "at most the route's timeout_ms",
+                    "streams only: no answer text this long after the response head ends the attempt (timeout, "
+                    "first-token) and falls over; it applies only while a later candidate is usable and `timeout` "
+                    "is in fallback_on",
+                    "off"),
+        other_key("routes[].breaker.enabled", breaker.enabled ? "true" : "false", "true or false",
+                  "false: the route's candidates have no circuit breaker"),
+        integer_key("routes[].breaker.consecutive_failures", breaker.consecutive_failures, breaker_failures,
+                    "counted failures in a row that open the breaker"),
+        decimal_key("routes[].breaker.failure_ratio",
+                    static_cast<std::int64_t>(breaker.failure_ratio * static_cast<double>(micro) + 0.5),
+                    breaker_ratio,
+                    "or this share of failures among the counted attempts of the last window_ms opens it ..."),
+        integer_key("routes[].breaker.min_attempts", breaker.min_attempts, breaker_attempts,
+                    "... when that window holds at least this many counted attempts"),
+        integer_key("routes[].breaker.window_ms", breaker.window_ms, breaker_window,
+                    "the window of failure_ratio"),
+        integer_key("routes[].breaker.open_ms", breaker.open_ms, breaker_open,
+                    "first open time; doubled on each re-open without a close in between, and at least the "
+                    "Retry-After of the failure that opened it"),
+        bounded_key("routes[].breaker.max_open_ms", breaker.max_open_ms, breaker_max_open, "at least open_ms",
+                    "cap on the open time"),
+        integer_key("routes[].breaker.probes", breaker.probes, breaker_probes,
+                    "attempts in flight at once as probes while half-open"),
+        other_key("routes[].breaker.fail_fast", breaker.fail_fast ? "true" : "false", "true or false",
+                  "true: a turn whose every candidate is held back by breakers waits for the first half-open "
+                  "inside its deadline and summed-wait bound, else gets 503 circuit_open"),
+    };
+}
+
+// The top-level `models` block (section 13).
+std::vector<KeySpec> models_block_specs() {
+    const ModelPolicy entry;
+    return {
+        other_key("models", "`[]`", "list of maps, one per client model name",
+                  "how a client model's candidates are tried; a name without an entry takes the defaults"),
+        other_key("models[].name", "(required)",
+                  "a model some route lists by name (`\"*\"` does not count); once in `models`",
+                  "the client model name the entry is for"),
+        other_key("models[].balance", entry.balance == policy::Balance::ordered ? "ordered" : "weighted",
+                  "ordered or weighted",
+                  "ordered: a turn starts on the first usable deployment in config order; weighted: on the usable "
+                  "one with the fewest turns in flight per unit of weight"),
+        integer_key("models[].attempts_per_candidate", entry.attempts_per_candidate, attempts,
+                    "attempts on one candidate before a replayable failure in fallback_on falls over"),
+        other_key("models[].fallbacks", "`[]`",
+                  "list of models some route lists by name; not the model itself; each once",
+                  "other client models tried in order after this model's deployments; their own fallbacks are "
+                  "not followed"),
+        other_key("models[].fallback_on", classes_text(entry.fallback_on),
+                  "list of network, timeout, server, rate-limit, stream-incomplete, content-filter, "
+                  "invalid-request, not-found and `code:<X>`; `[]` never falls over",
+                  "failures that move a turn to its next candidate; `code:X` matches a provider error whose "
+                  "code (else, without a code, whose type) is X"),
+    };
 }
 
 // Defaults come from the default-constructed structs of config.hpp and
@@ -90,7 +196,7 @@ std::vector<KeySpec> build_specs() {
     const policy::RetryConfig retry;
     const Route route;
     const char* const env_name = "environment variable name (`[A-Za-z_][A-Za-z0-9_]*`)";
-    return {
+    std::vector<KeySpec> specs{
         other_key("listen", config.listen_host + ":" + std::to_string(config.listen_port),
                   "HOST:PORT, IPv6 as [::1]:8080; port 0..65535 (0: any free port)",
                   "address the proxy listens on; `--listen` overrides it"),
@@ -177,8 +283,8 @@ std::vector<KeySpec> build_specs() {
                   "non-empty list of model names (shorthand) or maps; `\"*\"` as a name, in one route only",
                   "models the route serves; `\"*\"` serves every model no route names"),
         other_key("routes[].models[].name", "(required)",
-                  "non-empty, no `*`, no control characters; unique across routes",
-                  "what clients send in \"model\""),
+                  "non-empty, no `*`, no control characters; once per route",
+                  "what clients send in \"model\"; the routes listing it are its deployments, in config order"),
         other_key("routes[].models[].upstream_model", "the name", "non-empty, no `*`",
                   "rewritten into the upstream request body"),
         other_key("routes[].models[].accept",
@@ -188,6 +294,15 @@ std::vector<KeySpec> build_specs() {
         other_key("routes[].retry", "{} (the catalog)", "map with any key of `retry`",
                   "per-route override, merged over the catalog"),
     };
+    // The section 13 rows follow the route's own timers, and the models
+    // block closes the table.
+    const auto after = std::find_if(specs.begin(), specs.end(),
+                                    [](const KeySpec& spec) { return spec.path == "routes[].max_stream_ms"; });
+    std::vector<KeySpec> outage = outage_route_specs(route);
+    specs.insert(after + 1, outage.begin(), outage.end());
+    std::vector<KeySpec> models = models_block_specs();
+    specs.insert(specs.end(), models.begin(), models.end());
+    return specs;
 }
 
 std::string_view first_segment(std::string_view rest) {
@@ -209,6 +324,17 @@ const IntRange& integer_range(std::string_view path) {
         }
     }
     std::fprintf(stderr, "modelproxy: config schema has no integer key %.*s\n",
+                 static_cast<int>(path.size()), path.data());
+    std::abort();
+}
+
+const DecimalRange& decimal_range(std::string_view path) {
+    for (const KeySpec& spec : key_specs()) {
+        if (spec.path == path && spec.decimal) {
+            return *spec.decimal;
+        }
+    }
+    std::fprintf(stderr, "modelproxy: config schema has no decimal key %.*s\n",
                  static_cast<int>(path.size()), path.data());
     std::abort();
 }
@@ -255,6 +381,22 @@ std::string describe_range(const IntRange& range) {
 
 std::string range_violation(const IntRange& range, std::string_view got) {
     return "must be " + describe_range(range) + ", got " + std::string(got);
+}
+
+std::string decimal_text(std::int64_t value_micro) {
+    std::string text = std::to_string(value_micro / micro);
+    std::string fraction = std::to_string(micro + value_micro % micro).substr(1);  // six digits
+    while (!fraction.empty() && fraction.back() == '0') {
+        fraction.pop_back();
+    }
+    if (!fraction.empty()) {
+        text += "." + fraction;
+    }
+    return text;
+}
+
+std::string describe_range(const DecimalRange& range) {
+    return decimal_text(range.min_micro) + ".." + decimal_text(range.max_micro);
 }
 
 }  // namespace modelproxy::config::detail

@@ -22,10 +22,19 @@ struct IntRange {
     bool zero_is_off = false;   // 0 is accepted below `min` and means "off"
 };
 
+// A decimal key's range, in millionths (the loader reads at most six
+// digits after the point): 0.01..1 is {10000, 1000000}.
+struct DecimalRange {
+    std::int64_t min_micro = 0;
+    std::int64_t max_micro = 0;
+};
+inline constexpr std::int64_t micro = 1000000;
+
 struct KeySpec {
     std::string path;                 // `routes[].models[].accept`
     std::string default_value;        // as the reference shows it
     std::optional<IntRange> integer;  // set for integer keys
+    std::optional<DecimalRange> decimal;  // set for decimal keys
     std::string range;                // allowed values in words (integers: generated)
     std::string description;
 };
@@ -36,6 +45,8 @@ const std::vector<KeySpec>& key_specs();
 // table is a programming error: it aborts, so a loader reading a key the
 // schema does not document fails every test that loads a config.
 const IntRange& integer_range(std::string_view path);
+// The same for a decimal key.
+const DecimalRange& decimal_range(std::string_view path);
 
 // The keys a map at `prefix` may hold: the first segment after "prefix." of
 // every schema path below it ("" is the document itself).
@@ -47,5 +58,9 @@ std::string describe_range(const IntRange& range);
 
 // "must be 1..16, got 40".
 std::string range_violation(const IntRange& range, std::string_view got);
+
+// "0.01..1"; a millionth count as a decimal ("0.5", "1").
+std::string describe_range(const DecimalRange& range);
+std::string decimal_text(std::int64_t value_micro);
 
 }  // namespace modelproxy::config::detail

@@ -1,6 +1,7 @@
 #include "config/yaml_reader.hpp"
 
 #include "config/schema.hpp"
+#include "policy/decimal.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -225,6 +226,32 @@ bool MapReader::integer(std::string_view key, int& out) {
         return false;
     }
     out = static_cast<int>(wide);  // every int key's range fits an int
+    return true;
+}
+
+bool MapReader::decimal(std::string_view key, double& out) {
+    const DecimalRange& range = decimal_range(join_key(schema_prefix_, key));
+    const YAML::Node* value = find(key);
+    if (value == nullptr) {
+        return false;
+    }
+    // Counted in millionths, rounded down and up, so that a digit beyond the
+    // sixth can neither slip under the minimum nor over the maximum.
+    const std::string& text = value->Scalar();
+    const bool plain = is_plain_scalar(*value) && text.find_first_of(" \t") == std::string::npos;
+    const std::optional<std::int64_t> micros =
+        plain ? policy::parse_decimal_scaled(text, micro, policy::Rounding::down) : std::nullopt;
+    const std::optional<std::int64_t> micros_up =
+        plain ? policy::parse_decimal_scaled(text, micro, policy::Rounding::up) : std::nullopt;
+    if (!micros || !micros_up) {
+        problem(key, "must be a decimal number, as 0.5");
+        return false;
+    }
+    if (*micros < range.min_micro || *micros_up > range.max_micro) {
+        problem(key, "must be " + describe_range(range) + ", got " + text);
+        return false;
+    }
+    out = static_cast<double>(*micros) / static_cast<double>(micro);
     return true;
 }
 

@@ -63,6 +63,8 @@ public:
 
     bool integer(std::string_view key, std::int64_t& out);  // range from the schema
     bool integer(std::string_view key, int& out);
+    // A plain decimal (`0.5`, `1`; no sign or exponent), range from the schema.
+    bool decimal(std::string_view key, double& out);
     bool boolean(std::string_view key, bool& out);
     bool string(std::string_view key, std::string& out);
     bool string_list(std::string_view key, std::vector<std::string>& out);

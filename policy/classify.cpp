@@ -111,6 +111,8 @@ std::string_view to_string(Transport t) {
         case Transport::dropped_in_body: return "dropped-in-body";
         case Transport::deadline_fired: return "deadline-fired";
         case Transport::stream_idle_fired: return "stream-idle-fired";
+        case Transport::first_byte_fired: return "first-byte-fired";
+        case Transport::first_token_fired: return "first-token-fired";
     }
     return "unknown";
 }
@@ -144,7 +146,11 @@ Classification classify_transport(Transport t, Endpoint endpoint) {
             // ends the turn with bound deadline (policy/decision.hpp).
             return on_endpoint({C::timeout, true, T::attempt_deadline, "turn-deadline"}, endpoint);
         case Transport::stream_idle_fired:
-            return on_endpoint({C::timeout, true, T::attempt_deadline, "stream-idle"}, endpoint);
+            return on_endpoint({C::timeout, true, T::stream_idle, "stream-idle"}, endpoint);
+        case Transport::first_byte_fired:
+            return on_endpoint({C::timeout, true, T::first_byte, "first-byte"}, endpoint);
+        case Transport::first_token_fired:
+            return on_endpoint({C::timeout, true, T::first_token, "first-token"}, endpoint);
     }
     return {C::network, false, T::none, "unknown-transport"};
 }

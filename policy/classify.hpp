@@ -29,6 +29,8 @@ enum class Transport {
     dropped_in_body,      // connection dropped while a body (or a stream) transfers
     deadline_fired,       // the turn deadline cut the attempt
     stream_idle_fired,    // stream_idle_timeout_ms fired
+    first_byte_fired,     // first_byte_timeout_ms fired (section 13)
+    first_token_fired,    // first_token_timeout_ms fired (section 13)
 };
 
 std::string_view to_string(Transport t);  // "tls-verify-failed", ...

@@ -112,6 +112,27 @@ Decision decide(const TurnSoFar& turn, const Failure& failure, const RetryConfig
     return {Verdict::retry, Bound::none, wait, rule};
 }
 
+Decision decide_fall_over(const TurnSoFar& turn, const Failure& failure, const RetryConfig& config,
+                          std::int64_t time_left_ms) {
+    if (failure.timeout_source == TimeoutSource::attempt_deadline && time_left_ms <= 0) {
+        return end_turn(Verdict::deadline, Bound::deadline, "deadline-passed");
+    }
+    // More candidates never mean more attempts than the bound (section 13):
+    // the failure being decided picks it, as in decide().
+    const bool throttled = failure.http_status == 429;
+    const int max_attempts = throttled ? config.throttled_max_attempts : config.max_attempts;
+    if (turn.attempts >= max_attempts) {
+        return end_turn(Verdict::exhausted,
+                        throttled ? Bound::throttled_max_attempts : Bound::max_attempts,
+                        "attempts-bound");
+    }
+    // No wait comes first, so this is the check before the send.
+    if (recheck_before_send(time_left_ms, config).verdict != Verdict::retry) {
+        return end_turn(Verdict::deadline, Bound::deadline, "deadline-before-send");
+    }
+    return {Verdict::retry, Bound::none, 0, "fallback"};
+}
+
 Decision recheck_before_send(std::int64_t time_left_ms, const RetryConfig& config) {
     if (time_left_ms <= 0 || time_left_ms < config.min_attempt_ms) {
         return end_turn(Verdict::deadline, Bound::deadline, "deadline-before-send");

@@ -86,6 +86,17 @@ std::int64_t interval_ms(int k, const RetryConfig& config);
 Decision decide(const TurnSoFar& turn, const Failure& failure, const RetryConfig& config,
                 std::int64_t time_left_ms, double draw);
 
+// A fall-over to another candidate (section 13) after `failure`: immediate,
+// but bounded as a replay is. Rules in order:
+//   "deadline-passed"       as in decide(): deadline / deadline
+//   "attempts-bound"        attempts >= the deciding attempts bound (the
+//                           throttled one for an HTTP 429): exhausted
+//   "deadline-before-send"  as in recheck_before_send (time_left_ms <= 0 or
+//                           < min_attempt_ms): deadline / deadline
+//   "fallback"              retry, wait_ms 0
+Decision decide_fall_over(const TurnSoFar& turn, const Failure& failure, const RetryConfig& config,
+                          std::int64_t time_left_ms);
+
 // Again before each send, after the wait: a retry needs min_attempt_ms left.
 // retry / "send", or deadline / deadline / "deadline-before-send".
 Decision recheck_before_send(std::int64_t time_left_ms, const RetryConfig& config);

@@ -26,6 +26,9 @@ std::string_view to_string(TimeoutSource s) {
         case TimeoutSource::none: return "none";
         case TimeoutSource::attempt_deadline: return "attempt-deadline";
         case TimeoutSource::provider_timeout: return "provider-timeout";
+        case TimeoutSource::stream_idle: return "stream-idle";
+        case TimeoutSource::first_byte: return "first-byte";
+        case TimeoutSource::first_token: return "first-token";
     }
     return "unknown";
 }

@@ -25,11 +25,13 @@ enum class ErrorClass {
 // The spelling used in records, headers and envelopes (`rate-limit`, ...).
 std::string_view to_string(ErrorClass c);
 
-// Which timer ended an attempt (section 5): the proxy's own (turn deadline or
-// stream idle) or the provider's (HTTP 408/504, a declared 504).
-enum class TimeoutSource { none, attempt_deadline, provider_timeout };
+// Which timer ended an attempt (sections 5 and 13): the proxy's own (turn
+// deadline, stream idle, first byte, first token) or the provider's (HTTP
+// 408/504, a declared 504).
+enum class TimeoutSource { none, attempt_deadline, provider_timeout, stream_idle, first_byte, first_token };
 
-// "none", "attempt-deadline", "provider-timeout". A record writes null for none.
+// "none", "attempt-deadline", "provider-timeout", "stream-idle", "first-byte",
+// "first-token". A record writes null for none.
 std::string_view to_string(TimeoutSource s);
 
 }  // namespace modelproxy::policy

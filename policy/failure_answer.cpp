@@ -73,6 +73,9 @@ const FailureRow& row(FailureKind kind) {
                                        false, fixed(ErrorClass::client, "digest-mismatch")};
     static constexpr FailureRow drain{"drain_limit", "the proxy is shutting down and its drain limit passed", false,
                                       fixed(ErrorClass::cancelled, "drain-limit")};
+    static constexpr FailureRow circuit{"circuit_open",
+                                        "every candidate of this model is held back by its circuit breaker",
+                                        false, fixed(ErrorClass::server, "circuit-open")};
     switch (kind) {
         case K::connect_failed: return connect_failed;
         case K::dns_failed: return dns_failed;
@@ -99,6 +102,7 @@ const FailureRow& row(FailureKind kind) {
         case K::event_too_large: return event_too_large;
         case K::replay_digest_mismatch: return digest;
         case K::drain_limit: return drain;
+        case K::circuit_open: return circuit;
     }
     return dropped;
 }
@@ -116,6 +120,7 @@ FailureAnswer failure_answer(const FailureFacts& facts) {
     a.record_decision = a.decision;
     a.outcome = r.refusal ? "refused" : a.decision;
     if (facts.kind == FailureKind::drain_limit) a.record_decision = a.outcome = "cancelled";
+    if (facts.kind == FailureKind::circuit_open) a.decision = a.record_decision = a.outcome = "unavailable";
     // A deadline that ended the turn is a timeout to the client, whatever the
     // last attempt's class, unless the upstream's answer is passed on
     // (section 6: 504, decision and bound deadline).
@@ -163,6 +168,7 @@ FailureAnswer failure_answer(const FailureFacts& facts) {
     a.status = facts.kind == FailureKind::key_echoed              ? facts.upstream_status
                : facts.kind == FailureKind::replay_digest_mismatch ? 500
                : facts.kind == FailureKind::drain_limit            ? 503
+               : facts.kind == FailureKind::circuit_open           ? 503
                : a.cls == ErrorClass::timeout                      ? 504
                                                                    : 502;
     a.record_status = a.status;

@@ -44,6 +44,22 @@ public:
         return d;
     }
 
+    // The failed attempt falls over to another candidate (section 13), at
+    // `now`: at once, no wait, within the same bounds as a replay
+    // (decide_fall_over).
+    Decision fall_over(const Failure& failure, Time now) const {
+        return decide_fall_over({attempts_, waited_ms_}, failure, config_, left_ms(now));
+    }
+
+    // Whether a wait of `wait_ms` from `now` fits as a section 6 wait does:
+    // within what is left of the summed wait (max_total_delay_ms) and with
+    // min_attempt_ms left before the deadline after it.
+    bool fits_wait(std::int64_t wait_ms, Time now) const {
+        return waited_ms_ + wait_ms <= config_.max_total_delay_ms && wait_ms + config_.min_attempt_ms <= left_ms(now);
+    }
+    // A wait outside after_failure (fail_fast's) joins the summed wait.
+    void add_wait(std::int64_t wait_ms) { waited_ms_ += wait_ms; }
+
     // After the wait, at `now`, before the next send: retry (send it) or
     // deadline, the turn ending on the failure it waited for.
     Decision before_send(Time now) const { return recheck_before_send(left_ms(now), config_); }

@@ -1,6 +1,7 @@
 #include "proxy/cli.hpp"
 
 #include "config/config.hpp"
+#include "config/model_plan.hpp"
 #include "policy/envelope.hpp"
 #include "proxy/startup.hpp"
 
@@ -74,6 +75,70 @@ boost::json::object envelope_json(const policy::Envelope& e) {
     return o;
 }
 
+std::string_view to_string(config::PlanWarningKind kind) {
+    switch (kind) {
+        case config::PlanWarningKind::timer_at_deadline: return "timer_at_deadline";
+        case config::PlanWarningKind::first_token_never_applies: return "first_token_never_applies";
+        case config::PlanWarningKind::attempts_run_out: return "attempts_run_out";
+    }
+    return "unknown";
+}
+
+// The warning's line without its "warning: " lead, as envelope warnings.
+std::string plan_warning_message(const config::ModelPlan& plan, const config::PlanWarning& w) {
+    constexpr std::string_view lead = "warning: ";
+    std::string line = config::render_plan_warning(plan, w);
+    if (line.rfind(lead, 0) == 0) line.erase(0, lead.size());
+    return line;
+}
+
+boost::json::object plan_json(const config::ModelPlan& plan) {
+    boost::json::object o;
+    o["name"] = plan.model;
+    o["balance"] = plan.policy->balance == policy::Balance::ordered ? "ordered" : "weighted";
+    o["attempts_per_candidate"] = plan.policy->attempts_per_candidate;
+    boost::json::array on;
+    for (const auto cls : plan.policy->fallback_on.classes) on.emplace_back(policy::to_string(cls));
+    for (const auto& code : plan.policy->fallback_on.codes) on.emplace_back("code:" + code);
+    o["fallback_on"] = std::move(on);
+    boost::json::array candidates;
+    for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+        const auto& c = plan.candidates[i];
+        boost::json::object item;
+        item["index"] = static_cast<std::int64_t>(i);
+        item["route"] = c.route_name;
+        // null on the "*" route: the requested name goes upstream unchanged.
+        if (c.upstream_model.empty()) {
+            item["upstream_model"] = nullptr;
+        } else {
+            item["upstream_model"] = c.upstream_model;
+        }
+        item["model"] = c.model;
+        item["fallback"] = c.fallback;
+        candidates.emplace_back(std::move(item));
+    }
+    o["candidates"] = std::move(candidates);
+    o["deadline_route"] = plan.deadline_route;
+    o["deadline"] = plan.deadline_ms;
+    o["max_attempts"] = plan.max_attempts;
+    o["worst_case_ms"] = plan.worst_case_ms;
+    // null: one candidate, or a hang before the last holds the turn until the deadline.
+    if (plan.reach_last_ms) {
+        o["stream_reach_last_ms"] = *plan.reach_last_ms;
+    } else {
+        o["stream_reach_last_ms"] = nullptr;
+    }
+    boost::json::array warnings;
+    for (const auto& w : plan.warnings) {
+        boost::json::object item;
+        item["kind"] = to_string(w.kind);
+        item["message"] = plan_warning_message(plan, w);
+        warnings.emplace_back(std::move(item));
+    }
+    o["warnings"] = std::move(warnings);
+    return o;
+}
+
 }  // namespace
 
 int check_command(const ServeOptions& options) {
@@ -111,9 +176,21 @@ int doctor_command(const std::string& path, bool json) {
         // Warnings inform; they never change the exit code (docs/behaviour.md section 2).
         for (const auto& w : envelope.warnings) std::cerr << "modelproxy: " << policy::render_warning(envelope, w) << "\n";
     }
+    // Then each client model with more than one candidate, a models entry
+    // or a warning (docs/behaviour.md section 13).
+    boost::json::array models;
+    for (const auto& plan : config::model_plans(*file.config)) {
+        if (json) {
+            models.emplace_back(plan_json(plan));
+        } else {
+            for (const auto& line : config::render_model_plan(plan)) std::cout << line << "\n";
+        }
+        for (const auto& w : plan.warnings) std::cerr << "modelproxy: " << config::render_plan_warning(plan, w) << "\n";
+    }
     if (json) {
         boost::json::object out;
         out["routes"] = std::move(routes);
+        out["models"] = std::move(models);
         std::cout << boost::json::serialize(out) << "\n";
     }
     std::cout.flush();

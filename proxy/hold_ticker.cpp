@@ -18,14 +18,21 @@ namespace modelproxy::proxy {
 Task<void> TurnRun::hold_ticker() {
     co_await asio::this_coro::throw_if_cancelled(false);
     Timer timer(client_.get_executor());
-    timer.expires_at(plan_.started + std::chrono::milliseconds(route_.stream_head_hold_ms));
+    timer.expires_at(plan_.started + std::chrono::milliseconds(route_->stream_head_hold_ms));
     auto [ec] = co_await timer.async_wait(use_tuple);
     if (!ec && phase_ == Phase::held) {
         release_head();
         ResponseHead head(200);
         head.add("content-type", "text/event-stream");
         head.add("cache-control", "no-cache");
-        head.add_modelproxy(replays_.attempts(), plan_.request_id);
+        // The answering candidate is not known yet: the requested model and its
+        // first deployment (docs/behaviour.md section 13).
+        if (head_named_) {
+            head.add_modelproxy(replays_.attempts(), plan_.request_id, head_named_->client_model,
+                                plan_.runtime->config.routes[head_named_->route].name);
+        } else {
+            head.add_modelproxy(replays_.attempts(), plan_.request_id, plan_.client_model, route_->name);
+        }
         stream_framing(head);
         std::string text = head.finish();
         bool ok = co_await write(text);

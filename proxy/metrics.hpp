@@ -38,8 +38,8 @@ namespace modelproxy::proxy::metrics {
 // ---- the closed label sets -------------------------------------------------
 
 // Turn outcomes, in the records' spelling (section 10).
-inline constexpr std::array<std::string_view, 7> outcomes = {"ok",        "terminal", "exhausted", "deadline",
-                                                             "cancelled", "refused",  "rejected"};
+inline constexpr std::array<std::string_view, 8> outcomes = {"ok",        "terminal", "exhausted", "deadline",
+                                                             "cancelled", "refused",  "rejected",  "unavailable"};
 // Attempt classes: "ok" for an attempt that succeeded, then every error class
 // of section 1 in policy::ErrorClass order.
 inline constexpr std::size_t attempt_classes = static_cast<std::size_t>(policy::ErrorClass::cancelled) + 2;

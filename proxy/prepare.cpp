@@ -39,87 +39,52 @@ void make_request_id(std::string& out) {
     out.assign(id, 19);
 }
 
-Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& req,
-                   std::string& body, const transport::RequestFields& fields, const Admission& admission,
-                   bool keep_alive, ForwardPlan& plan) {
-    const config::Config& cfg = runtime->config;
-    const std::string_view method = req.method_string();
-    const bool is_head = req.method() == http::verb::head;
+// The upstream request of one candidate (docs/behaviour.md sections 4 and
+// 13): its target, its body (the model rewritten to its upstream model),
+// the identities it may answer with, and its head (the route's Host, the
+// client's end-to-end headers less credentials the route replaces, the
+// route's key and static headers).
+// `body` is the client's; taken (moved) when `take` says so.
+void build_payload_from(ForwardPlan& plan, std::size_t route_index, const config::Model* model, std::string& body,
+                        const BodyFacts& facts, bool take) {
+    const config::Config& cfg = plan.runtime->config;
+    const config::Route& route = cfg.routes[route_index];
+    const transport::RequestHead& req = *plan.client_head;
+    const transport::RequestFields& fields = *plan.client_fields;
+    const Admission& admission = *plan.admission;
     const Target& target = admission.target;
-    const Dispatch dispatched = admission.dispatch;
-
-    std::optional<LocalAnswer> local;
-    switch (dispatched) {
-        case Dispatch::healthz: local = healthz(); break;
-        case Dispatch::readyz: local = readyz(shared.draining.load() ? Readiness::draining : Readiness::ready); break;
-        case Dispatch::metrics: {
-            // docs/behaviour.md section 10: every worker's counters summed now; no client
-            // token (section 12). Rendering is pure (metrics.hpp).
-            metrics::Snapshot snapshot = shared.registry.snapshot();
-            snapshot.inflight_turns = shared.inflight_turns.load(std::memory_order_relaxed);
-            snapshot.client_connections = shared.connections.load(std::memory_order_relaxed);
-            snapshot.version = MODELPROXY_VERSION;
-            metrics::read_process(snapshot);
-            return Reply{Reply::Kind::metrics, {}, false, {}, {200, is_head ? std::string() : metrics::render(snapshot)}};
-        }
-        case Dispatch::models_list: local = models_list(cfg); break;
-        case Dispatch::model_object: {
-            auto id = model_id_from_path(target.path);
-            local = id ? model_object(cfg, *id) : client_error(ClientError::model_not_found);
-            break;
-        }
-        // admit() refuses these on the head; kept so that every dispatch has its answer.
-        case Dispatch::not_found: return Reply::refusal(ClientError::not_found, false);
-        case Dispatch::method_not_allowed: return Reply::refusal(ClientError::method_not_allowed, false);
-        case Dispatch::forward: break;
-    }
-    if (local) {
-        if (is_head) local->body.clear();
-        return Reply{Reply::Kind::local, {}, true, {}, std::move(*local)};
-    }
-
-    const std::string_view content_type = fields.content_type.value_or("");
-    BodyFacts facts = inspect_body(content_type, body, body.capacity());
-    RouteDecision decision = decide_route(method, target.path, facts, cfg);
-    if (auto* refusal = std::get_if<Refusal>(&decision))
-        return Reply::refusal(refusal->error, true, std::move(refusal->message));
-    Forward& forward = std::get<Forward>(decision);
-
-    plan.runtime = runtime;
-    plan.route_index = static_cast<std::size_t>(forward.route - cfg.routes.data());
-    const config::Route& route = *forward.route;
-    plan.client_model = forward.client_model;
-    plan.method.assign(method);
+    const std::string_view method = plan.method;
+    plan.route_index = route_index;
+    plan.model = model;
+    plan.target.clear();
     upstream_target(plan.target, route, target.path, target.query);
-    plan.body = forward.upstream_model ? upstream_body(body, facts, *forward.upstream_model) : std::move(body);
-    plan.wants_stream = facts.wants_stream();
-    plan.head_request = is_head;
-    plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
-    plan.error_shape = policy::error_shape_for_target(req.target());
-    if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
+    const std::string_view upstream_model =
+        !model ? std::string_view() : model->upstream_model.empty() ? std::string_view(model->name)
+                                                                   : std::string_view(model->upstream_model);
+    if (model && upstream_model != facts.model_name()) {
+        plan.body = upstream_body(body, facts, upstream_model);
+    } else if (take) {
+        plan.body = std::move(body);
+    } else {
+        plan.body.assign(body);
+    }
     if (plan.endpoint != policy::Endpoint::other && route.dialect != config::Dialect::generic) {
         // What IdentityRule::from_accept / wildcard_for make, built over the
         // last request's rule so its strings keep their capacity.
         // A model without `accept` takes its upstream model's dated
         // snapshots by the "*" rule (docs/behaviour.md section 3).
         sse::IdentityRule& rule = plan.set_identity();
-        if (forward.model && !forward.model->accept.empty()) {
+        if (model && !model->accept.empty()) {
             rule.kind = sse::IdentityRule::Kind::accept_globs;
-            rule.globs.assign(forward.model->accept.begin(), forward.model->accept.end());
+            rule.globs.assign(model->accept.begin(), model->accept.end());
         } else {
             rule.kind = sse::IdentityRule::Kind::wildcard;
-            rule.requested.assign(forward.model ? std::string_view(forward.model->upstream_model)
-                                                : std::string_view(forward.client_model));
+            rule.requested.assign(model ? std::string_view(model->upstream_model)
+                                        : std::string_view(plan.client_model));
         }
+    } else {
+        plan.identity.reset();
     }
-    plan.keep_alive = keep_alive;
-    plan.http10 = req.version() < 11;
-    plan.started = Clock::now();
-    // The client's own deadline only ever shortens the route's (docs/behaviour.md section 6).
-    policy::ClientDeadlineHeaders deadline_headers{fields.x_modelproxy_timeout_ms, fields.x_stainless_timeout,
-                                                   fields.x_stainless_read_timeout};
-    plan.deadline = plan.started + std::chrono::milliseconds(policy::turn_deadline(route.timeout_ms, deadline_headers).ms);
-
     // The upstream head: the route's Host, the client's end-to-end headers
     // less credentials the route replaces, the route's key and static headers.
     // The Connection tokens are read in place for each field, not collected;
@@ -137,6 +102,7 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     credentials.client_token_header = token_header(admission.auth);
     const std::vector<std::string>& tokens = cfg.clients.tokens;
     std::string& h = plan.upstream_head;
+    h.clear();
     h.reserve(1024);
     h += method;
     h += ' ';
@@ -189,10 +155,96 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
         h += "\r\n";
     }
     h += "\r\n";
+}
+
+Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime, const transport::RequestHead& req,
+                   std::string& body, const transport::RequestFields& fields, const Admission& admission,
+                   bool keep_alive, ForwardPlan& plan) {
+    const config::Config& cfg = runtime->config;
+    const std::string_view method = req.method_string();
+    const bool is_head = req.method() == http::verb::head;
+    const Target& target = admission.target;
+    const Dispatch dispatched = admission.dispatch;
+
+    std::optional<LocalAnswer> local;
+    switch (dispatched) {
+        case Dispatch::healthz: local = healthz(); break;
+        case Dispatch::readyz: local = readyz(shared.draining.load() ? Readiness::draining : Readiness::ready); break;
+        case Dispatch::metrics: {
+            // docs/behaviour.md section 10: every worker's counters summed now; no client
+            // token (section 12). Rendering is pure (metrics.hpp).
+            metrics::Snapshot snapshot = shared.registry.snapshot();
+            snapshot.inflight_turns = shared.inflight_turns.load(std::memory_order_relaxed);
+            snapshot.client_connections = shared.connections.load(std::memory_order_relaxed);
+            snapshot.version = MODELPROXY_VERSION;
+            metrics::read_process(snapshot);
+            std::string text;
+            if (!is_head) text = metrics::render(snapshot) + runtime->candidates.render_metrics(cfg, Clock::now());
+            return Reply{Reply::Kind::metrics, {}, false, {}, {200, std::move(text)}};
+        }
+        case Dispatch::models_list: local = models_list(cfg); break;
+        case Dispatch::model_object: {
+            auto id = model_id_from_path(target.path);
+            local = id ? model_object(cfg, *id) : client_error(ClientError::model_not_found);
+            break;
+        }
+        // admit() refuses these on the head; kept so that every dispatch has its answer.
+        case Dispatch::not_found: return Reply::refusal(ClientError::not_found, false);
+        case Dispatch::method_not_allowed: return Reply::refusal(ClientError::method_not_allowed, false);
+        case Dispatch::forward: break;
+    }
+    if (local) {
+        if (is_head) local->body.clear();
+        return Reply{Reply::Kind::local, {}, true, {}, std::move(*local)};
+    }
+
+    const std::string_view content_type = fields.content_type.value_or("");
+    BodyFacts facts = inspect_body(content_type, body, body.capacity());
+    RouteDecision decision = decide_route(method, target.path, facts, cfg);
+    if (auto* refusal = std::get_if<Refusal>(&decision))
+        return Reply::refusal(refusal->error, true, std::move(refusal->message));
+    Forward& forward = std::get<Forward>(decision);
+
+    plan.runtime = runtime;
+    plan.client_model = forward.client_model;
+    plan.method.assign(method);
+    plan.wants_stream = facts.wants_stream();
+    plan.head_request = is_head;
+    plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
+    plan.error_shape = policy::error_shape_for_target(req.target());
+    if (plan.endpoint == policy::Endpoint::responses && facts.json.background) plan.endpoint = policy::Endpoint::other;
+    plan.keep_alive = keep_alive;
+    plan.http10 = req.version() < 11;
+    plan.started = Clock::now();
+    // The turn's deadline and bounds are its first deployment's
+    // (docs/behaviour.md section 13); the client's own deadline only ever
+    // shortens it (section 6).
+    const config::Route& route = *forward.route;
+    policy::ClientDeadlineHeaders deadline_headers{fields.x_modelproxy_timeout_ms, fields.x_stainless_timeout,
+                                                   fields.x_stainless_read_timeout};
+    plan.deadline = plan.started + std::chrono::milliseconds(policy::turn_deadline(route.timeout_ms, deadline_headers).ms);
+    plan.client_head = &req;
+    plan.client_fields = &fields;
+    plan.admission = &admission;
+    plan.candidates = forward.model ? runtime->candidates.find(forward.client_model) : nullptr;
+    if (plan.candidates && plan.candidates->list.size() > 1) {
+        // Another candidate's payload is built from the client's body (build_payload).
+        plan.client_body.assign(body);
+        plan.facts = facts;
+        for (const auto& field : req)
+            if (iequals(field.name_string(), "x-modelproxy-fallback") && iequals(field.value(), "off"))
+                plan.fallback_off = true;
+    }
+    build_payload_from(plan, static_cast<std::size_t>(forward.route - cfg.routes.data()), forward.model, body, facts,
+                       true);
     return Reply{Reply::Kind::forward, {}, false, {}, {}};
 }
 
 }  // namespace
+
+void build_payload(ForwardPlan& plan, const CandidateRef& candidate) {
+    build_payload_from(plan, candidate.route, candidate.model, plan.client_body, plan.facts, false);
+}
 
 void admit_request(const Runtime& runtime, const transport::RequestHead& head, const transport::RequestFields& fields,
                    const RequestHead& framing, bool over_limit, Admission& admission, ForwardPlan& plan) {

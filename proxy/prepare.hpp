@@ -46,4 +46,10 @@ Reply prepare(Shared& shared, const std::shared_ptr<const Runtime>& runtime, con
               const transport::RequestFields& fields, const Admission& admission, std::string& body,
               ForwardPlan& plan);
 
+// The upstream request of another candidate of the turn (docs/behaviour.md
+// section 13), from the client's request that prepare() kept in `plan`
+// (client_body, facts, client_head, client_fields, admission): target, body,
+// identity rule and head, as prepare() built them for the first.
+void build_payload(ForwardPlan& plan, const CandidateRef& candidate);
+
 }  // namespace modelproxy::proxy

@@ -107,6 +107,8 @@ void fill(Out& out, const AttemptRecord& r) {
     out.num(r.remaining_ms);
     out.text(R"(,"digest":)");
     out.word(r.digest);
+    out.text(R"(,"candidate":)");
+    out.num(r.candidate);
     if (r.accepted_models) {
         out.text(R"(,"answered_model":)");
         out.str(r.answered_model);
@@ -152,6 +154,23 @@ void fill(Out& out, const TurnRecord& r) {
     out.num(r.duration_ms);
     out.text(R"(,"ttft_ms":)");
     out.num(r.ttft_ms);
+    out.text("}\n");
+}
+
+template <class Out>
+void fill(Out& out, const BreakerRecord& r) {
+    out.text(R"({"event":"breaker","route":)");
+    out.str(r.route);
+    out.text(R"(,"model":)");
+    out.str(r.model);
+    out.text(R"(,"from":)");
+    out.word(r.from);
+    out.text(R"(,"to":)");
+    out.word(r.to);
+    out.text(R"(,"reason":)");
+    out.word(r.reason);
+    out.text(R"(,"open_ms":)");
+    out.num(r.open_ms);
     out.text("}\n");
 }
 
@@ -209,6 +228,10 @@ std::string to_json_line(const TurnRecord& r) { return std::string(lines(r)); }
 void RecordLog::write(const AttemptRecord& r) { write(lines(r)); }
 
 void RecordLog::write(const TurnRecord& r) { write(lines(r)); }
+
+void RecordLog::write(const BreakerRecord& r) { write(lines(r)); }
+
+std::string to_json_line(const BreakerRecord& r) { return std::string(lines(r)); }
 
 void RecordLog::write(const AttemptRecord& attempt, const TurnRecord& turn) { write(lines(attempt, turn)); }
 

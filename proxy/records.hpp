@@ -27,6 +27,7 @@ struct AttemptRecord {
     std::int64_t delay_ms = 0;
     std::int64_t remaining_ms = 0;
     std::string_view digest;              // "sha256:<hex>"
+    int candidate = 0;                    // the index in the turn's candidate list (section 13)
     // A model_identity_mismatch only (docs/behaviour.md section 9), else neither key is
     // written: "answered_model", the model the upstream answered with ("" ->
     // null: it named none), and "accepted_models", the names accepted.
@@ -51,7 +52,18 @@ struct TurnRecord {
     std::optional<std::int64_t> ttft_ms;
 };
 
+// A breaker's change of state (docs/behaviour.md section 13).
+struct BreakerRecord {
+    std::string_view route;
+    std::string_view model;
+    std::string_view from;                // closed|open|half-open
+    std::string_view to;
+    std::string_view reason;              // consecutive|ratio|probe-ok|probe-failed|timer
+    std::int64_t open_ms = 0;             // the open time in force
+};
+
 std::string to_json_line(const AttemptRecord& record);
+std::string to_json_line(const BreakerRecord& record);
 std::string to_json_line(const TurnRecord& record);
 
 // Writes whole lines with one write(2) per call, so concurrent workers never
@@ -71,6 +83,7 @@ public:
     // allocation per record once the buffer has grown.
     void write(const AttemptRecord& record);
     void write(const TurnRecord& record);
+    void write(const BreakerRecord& record);
     // A turn's last attempt and the turn itself, when both end at the same
     // moment: two whole lines in one write(2), one syscall fewer per turn.
     void write(const AttemptRecord& attempt, const TurnRecord& turn);

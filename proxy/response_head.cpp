@@ -36,9 +36,12 @@ void ResponseHead::copy_upstream(const transport::Exchange& answer) {
     }
 }
 
-void ResponseHead::add_modelproxy(int attempts, std::string_view request_id) {
+void ResponseHead::add_modelproxy(int attempts, std::string_view request_id, std::string_view model,
+                                  std::string_view route) {
     add("x-modelproxy-attempts", std::to_string(attempts));
     add("x-modelproxy-request-id", request_id);
+    if (!model.empty()) add("x-modelproxy-model", model);
+    add("x-modelproxy-route", route);
 }
 
 void ResponseHead::add_failure(std::string_view error_class, std::string_view decision, std::string_view bound) {

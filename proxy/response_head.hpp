@@ -33,7 +33,9 @@ public:
     // The upstream answer's end-to-end headers; never its x-should-retry
     // (section 6: the proxy is the one retry owner).
     void copy_upstream(const transport::Exchange& answer);
-    void add_modelproxy(int attempts, std::string_view request_id);
+    // x-modelproxy-attempts, -request-id, and -model and -route: the client
+    // model and route of the candidate that answers (docs/behaviour.md section 13).
+    void add_modelproxy(int attempts, std::string_view request_id, std::string_view model, std::string_view route);
     // x-modelproxy-error-class, -decision, -bound (when not empty), x-should-retry: false.
     void add_failure(std::string_view error_class, std::string_view decision, std::string_view bound);
     void content_length(std::size_t length);

@@ -70,6 +70,10 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
     }
     if (!problems.empty()) return problems;
     runtime->config = std::move(cfg);
+    // The candidates (docs/behaviour.md section 13), over the config at its
+    // final address; states no generation holds any more go first.
+    CandidateStates::process().prune();
+    runtime->candidates.build(runtime->config, CandidateStates::process());
     return std::shared_ptr<const Runtime>(std::move(runtime));
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "proxy/candidates.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/records.hpp"
 #include "proxy/turn_clock.hpp"
@@ -50,6 +51,8 @@ struct Runtime {
     // docs/behaviour.md section 8's credential scan: every configured upstream key and the
     // secret shapes, compiled once per generation, shared by all workers.
     std::optional<sse::CredentialScanner> secrets;
+    // Each client model's candidates (docs/behaviour.md section 13).
+    CandidateTable candidates;
 
     // Builds TLS contexts; returns the problems (one line each) on failure.
     static std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> build(config::Config config);

@@ -206,6 +206,7 @@ RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed
 RelayStep TurnRun::error_event_ends(Failed& failed) {
     StreamRelay& r = plan_.stream;
     failed = failure(K::upstream_error_event, policy::classify_error_event(*r.error_event, plan_.endpoint));
+    failed.error = *r.error_event;
     failed.held_stream = std::move(r.held);
     return RelayStep::held_error;
 }

@@ -102,14 +102,23 @@ void StreamRelay::clear() {
 void TurnRun::publish(transport::Exchange& ex) {
     if (!first_byte_at_) first_byte_at_ = clock_.now();
     StreamRelay& relay = plan_.stream;
-    relay.out.take(relay.held);  // `out` is empty until publication
     const bool head_out = phase_ == Phase::head_out;
+    // docs/behaviour.md section 13: the hold limit's head named another
+    // candidate than the one whose events follow.
+    if (head_out && head_named_ != current().ref) {
+        std::string note = ": x-modelproxy-model ";
+        note.append(answering_model()).append(" ").append(answering_route()).append("\n\n");
+        relay.held.insert(0, note);
+    }
+    relay.out.take(relay.held);  // `out` is empty until publication
     start_answering();
+    // A probe succeeds at its first answer text (section 13).
+    if (admitted_ == policy::Admit::probe) settle(policy::BreakerFacts{.ok_2xx = true});
     if (head_out) return;
     client_status_ = static_cast<int>(ex.head().result_int());
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
-    head.add_modelproxy(replays_.attempts(), plan_.request_id);
+    head.add_modelproxy(replays_.attempts(), plan_.request_id, answering_model(), answering_route());
     stream_framing(head);
     plan_.head_text = head.finish();
     head_pending_ = plan_.head_text;
@@ -164,6 +173,15 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
     // The stream's `usage` (section 10's token counts), counted when this
     // attempt's relay ends, however it ends.
     metrics::UsageTally usage(worker_.counters(slot_));
+    // docs/behaviour.md section 13: first_token_timeout_ms runs from the
+    // head while a later usable candidate exists and `timeout` is in
+    // fallback_on; the last usable candidate is never cut by it.
+    first_token_until_.reset();
+    if (route_->first_token_timeout_ms > 0 && phase_ != Phase::answering &&
+        fallback_on().has(policy::ErrorClass::timeout)) {
+        const auto now = clock_.now();
+        if (next_usable(now)) first_token_until_ = now + std::chrono::milliseconds(route_->first_token_timeout_ms);
+    }
     for (;;) {
         relay.decoded.clear();
         bool done = false;
@@ -211,7 +229,7 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
 }
 
 StreamRelay& TurnRun::start_relay() {
-    const bool rules = route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
+    const bool rules = route_->dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint);
     const sse::IdentityRule* identity = rules && plan_.identity ? &*plan_.identity : nullptr;
     // docs/behaviour.md section 8: one line within max_event_bytes; one
     // event, which the reader buffers whole, within max_response_body_bytes.
@@ -224,14 +242,18 @@ StreamRelay& TurnRun::start_relay() {
 // Before publication the turn deadline bounds the wait too; after it, only
 // stream_idle_timeout_ms and max_stream_ms end a stream.
 TurnRun::ReadLimit TurnRun::read_limit() const {
-    ReadLimit limit{Clock::now() + std::chrono::milliseconds(route_.stream_idle_timeout_ms)};
+    ReadLimit limit{Clock::now() + std::chrono::milliseconds(route_->stream_idle_timeout_ms)};
     const bool answering = phase_ == Phase::answering;
     if (!answering && plan_.deadline < limit.until) {
         limit.until = plan_.deadline;
         limit.on_timeout = Fault::deadline;
     }
-    if (answering && route_.max_stream_ms > 0) {
-        auto cap = plan_.stream.started + std::chrono::milliseconds(route_.max_stream_ms);
+    if (!answering && first_token_until_ && *first_token_until_ < limit.until) {
+        limit.until = *first_token_until_;
+        limit.on_timeout = Fault::first_token_timeout;
+    }
+    if (answering && route_->max_stream_ms > 0) {
+        auto cap = plan_.stream.started + std::chrono::milliseconds(route_->max_stream_ms);
         if (cap < limit.until) {
             limit.until = cap;
             limit.capped = true;

@@ -23,17 +23,25 @@ double uniform_draw() {
 
 Task<bool> TurnRun::run() {
     co_await asio::this_coro::throw_if_cancelled(false);
-    payload_digest(digest_, plan_.method, plan_.target, plan_.body);
+    // Pick: the candidate the turn starts on, admitted by its breaker.
+    start_candidates();
+    if (fail_fast_at_) {
+        if (auto ended = co_await wait_half_open()) co_return *ended;
+    }
     // Made for the first wait only (see write_gate_): most turns never wait.
     std::optional<Timer> wait_timer;
     for (;;) {
-        // Pick: the candidate this attempt goes to.
-        const Candidate candidate = pick_candidate();
         const int attempt = replays_.start_attempt();
-        // Payload identity (docs/behaviour.md section 6): a replay sends
-        // exactly what attempt 1 sent, or nothing.
-        if (attempt > 1 && !replay_matches(digest_, plan_.method, plan_.target, plan_.body))
+        ++order_[cur_].attempts;
+        // Payload identity (docs/behaviour.md sections 6 and 13): every
+        // replay to a candidate sends exactly what its first send did, or
+        // nothing.
+        if (digest_fresh_) {
+            payload_digest(digest_, plan_.method, plan_.target, plan_.body);
+            digest_fresh_ = false;
+        } else if (!replay_matches(digest_, plan_.method, plan_.target, plan_.body)) {
             co_return co_await digest_mismatch();
+        }
         // Declared here, not in try_attempt: an attempt's connection stays
         // with the turn until the decision and any wait are over.
         Failed failed;
@@ -44,39 +52,53 @@ Task<bool> TurnRun::run() {
         attempt_status_ = 0;
 
         // Send and read: the attempt answers the turn, or fails.
-        const AttemptEnd end = co_await try_attempt(candidate, a, failed);
+        const AttemptEnd end = co_await try_attempt(a, failed);
         if (end.answered) co_return end.keep_alive;
 
-        // Decide.
-        const policy::Decision decision = decide(failed);
+        // Decide: replay here, fall over to another candidate, or end.
+        std::optional<std::size_t> fall_to;
+        const policy::Decision decision = decide(failed, fall_to);
         if (decision.verdict != policy::Verdict::retry) co_return co_await end_turn(failed, decision, false);
 
-        // Wait, then check again before the send: the wait may have overrun.
-        record_attempt(failed.record_status(), &failed.classification, failed.code(), "retry", decision.wait_ms);
+        const bool falls_over = fall_to.has_value();
+        settle_recorded(failed.record_status(), &failed.classification, falls_over ? "fallback" : "retry");
+        record_attempt(failed.record_status(), &failed.classification, failed.code(),
+                       falls_over ? "fallback" : "retry", decision.wait_ms);
         attempt_status_ = 0;  // recorded: a cut during the wait is of no attempt's answer
         // An upstream answer read whole leaves its connection reusable.
         if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
+        if (falls_over) {
+            // At once, no wait (section 13).
+            CandidateStates::process().count_fallback(plan_.client_model, order_[*fall_to].ref->client_model);
+            move_to(*fall_to, clock_.now(), false);
+            continue;
+        }
+        // Wait, then check again before the send: the wait may have overrun.
         if (!wait_timer) wait_timer.emplace(client_.get_executor());
         wait_timer->expires_after(std::chrono::milliseconds(decision.wait_ms));
         co_await wait_timer->async_wait(use_tuple);
         if (watch_cut()) co_return false;
-        const policy::Decision again = replays_.before_send(clock_.now());
+        const auto now = clock_.now();
+        const policy::Decision again = replays_.before_send(now);
         // The turn ends at the deadline after the wait, on the failure it
         // waited for: no further attempt is sent.
         if (again.verdict != policy::Verdict::retry) co_return co_await end_turn(failed, again, true);
+        // The replay's breaker may hold it back: it then falls over when a
+        // later candidate is usable.
+        if (auto later = admit_replay(now)) move_to(*later, now, false);
     }
-}
-
-policy::Decision TurnRun::decide(const Failed& failed) {
-    // A section 8 refusal is never replayed.
-    if (failed.refusal()) return policy::refusal_decision;
-    const auto failure = policy::failure_of(failed.classification, failed.status, failed.retry_after_ms);
-    return replays_.after_failure(failure, clock_.now(), clock_.draw());
 }
 
 void ForwardPlan::clear() {
     runtime.reset();
     route_index = 0;
+    model = nullptr;
+    candidates = nullptr;
+    fallback_off = false;
+    client_body.clear();
+    client_head = nullptr;
+    client_fields = nullptr;
+    admission = nullptr;
     client_model.clear();
     method.clear();
     target.clear();

@@ -29,7 +29,8 @@ namespace modelproxy::proxy {
 
 struct ForwardPlan {
     std::shared_ptr<const Runtime> runtime;   // the generation this turn runs on
-    std::size_t route_index = 0;
+    std::size_t route_index = 0;              // the route the payload below is built for
+    const config::Model* model = nullptr;     // ... and its model entry (nullptr: the "*" route)
     std::string client_model;                 // what the client sent ("" when none)
     std::string method;
     std::string target;                       // the upstream request target
@@ -49,6 +50,19 @@ struct ForwardPlan {
     bool http10 = false;                      // an HTTP/1.0 client: a stream goes unframed, until close
     std::chrono::steady_clock::time_point started;
     std::chrono::steady_clock::time_point deadline;
+
+    // The turn's candidates (docs/behaviour.md section 13): the requested
+    // model's list, nullptr when the "*" route serves it (one candidate).
+    const ModelCandidates* candidates = nullptr;
+    bool fallback_off = false;  // the client sent x-modelproxy-fallback: off
+    // What another candidate's payload is built from (build_payload): the
+    // client's request, kept only when the list has more than one candidate.
+    // The head, fields and admission are the request slot's, which outlives the turn.
+    std::string client_body;
+    BodyFacts facts;
+    const transport::RequestHead* client_head = nullptr;
+    const transport::RequestFields* client_fields = nullptr;
+    const Admission* admission = nullptr;
 
     // Scratch of the turn, here rather than in the turn so that its
     // capacity is reused: the upstream's whole (non-stream) body, the

@@ -22,6 +22,8 @@ policy::Transport transport_of(Fault fault) {
         case Fault::dropped_in_body: return policy::Transport::dropped_in_body;
         case Fault::deadline: return policy::Transport::deadline_fired;
         case Fault::idle_timeout: return policy::Transport::stream_idle_fired;
+        case Fault::first_byte_timeout: return policy::Transport::first_byte_fired;
+        case Fault::first_token_timeout: return policy::Transport::first_token_fired;
         default: return policy::Transport::connect_reset;
     }
 }
@@ -30,13 +32,13 @@ policy::Transport transport_of(Fault fault) {
 // read into `failed` for run()'s decision. Its own coroutine so that neither
 // its frame nor run()'s grows past the 1 KiB the recycling lists keep
 // (transport/recycling.hpp).
-Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attempt& a, Failed& failed) {
+Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
     // Opened, sent and the head read here, not in a coroutine of its own: a
     // coroutine awaited costs its frame and two resumptions.
     {
-        transport::Target target{&candidate.route.upstream, plan_.runtime->tls[candidate.route_index].context.get(),
-                                 std::chrono::milliseconds(candidate.route.connect_timeout_ms)};
-        auto& pool = worker_.pool(plan_.runtime->pool_keys[candidate.route_index]);
+        transport::Target target{&route_->upstream, plan_.runtime->tls[plan_.route_index].context.get(),
+                                 std::chrono::milliseconds(route_->connect_timeout_ms)};
+        auto& pool = worker_.pool(plan_.runtime->pool_keys[plan_.route_index]);
         a.connection = pool.take(attempt_started_);
         note_idle(pool);
         auto& busy = worker_.counters(slot_).busy_connections;
@@ -69,7 +71,14 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attem
             } else {
                 a.fault = co_await a.exchange->send_rest(plan_.upstream_head, plan_.body, taken, plan_.deadline);
             }
-            if (a.fault == Fault::none) a.fault = co_await a.exchange->read_head(plan_.deadline);
+            if (a.fault == Fault::none) {
+                // docs/behaviour.md section 13: a stream's first byte within
+                // first_byte_timeout_ms of the request's last byte.
+                std::optional<Clock::time_point> first_byte;
+                if (plan_.wants_stream && route_->first_byte_timeout_ms > 0)
+                    first_byte = clock_.now() + std::chrono::milliseconds(route_->first_byte_timeout_ms);
+                a.fault = co_await a.exchange->read_head(plan_.deadline, first_byte);
+            }
             if (a.fault != Fault::stale_connection) {
                 settled = true;
                 break;
@@ -118,7 +127,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attem
             if (fault != Fault::none) {
                 failed = transport_failure(fault);
             } else if (status >= 200 && status < 300 && plan_.wants_stream &&
-                       route_.dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint)) {
+                       route_->dialect != config::Dialect::generic && policy::has_stream_rules(plan_.endpoint)) {
                 // docs/behaviour.md section 8: a 200 that is not a stream when
                 // the client asked for one.
                 failed = failure(K::not_a_stream);
@@ -146,6 +155,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(const Candidate& candidate, Attem
                 failed = failure(key_echoed ? K::key_echoed : K::upstream_answer,
                                  policy::classify_http(status, error, plan_.endpoint));
                 failed.status = status;
+                failed.error = std::move(error);
                 const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
                                           .count();

@@ -11,9 +11,10 @@ AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::C
                                       Clock::time_point now) const {
     AttemptRecord r;
     r.request_id = plan_.request_id;
-    r.route = route_.name;
-    r.model = plan_.client_model;
+    r.route = route_->name;
+    r.model = answering_model();
     r.attempt = replays_.attempts();
+    r.candidate = static_cast<int>(cur_);
     r.status = status;
     if (c) {
         r.error_class = policy::to_string(c->cls);
@@ -39,8 +40,9 @@ TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> sta
                                 Clock::time_point now) const {
     TurnRecord r;
     r.request_id = plan_.request_id;
-    r.route = route_.name;
-    r.model = plan_.client_model;
+    r.route = route_->name;
+    r.model = answering_model();
+    r.fallback_from = fallback_from();
     r.attempts = replays_.attempts();
     r.outcome = outcome;
     r.error_class = error_class;
@@ -62,6 +64,7 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
 }
 
 void TurnRun::record_end(const EndRecord& e) {
+    if (e.with_attempt) settle_recorded(e.attempt_status, e.classification, e.decision);
     const auto now = clock_.now();
     const TurnRecord turn = turn_record(e.outcome, e.status, e.error_class, e.code, e.bound, published(), now);
     if (e.with_attempt) {
@@ -88,7 +91,7 @@ void TurnRun::answer_bytes(Ending& end, const policy::FailureAnswer& a, Failed& 
             transport::Exchange& ex = *failed.attempt.exchange;
             ResponseHead head(static_cast<unsigned>(a.status), ex.head().reason());
             head.copy_upstream(ex);
-            head.add_modelproxy(attempts, plan_.request_id);
+            head.add_modelproxy(attempts, plan_.request_id, answering_model(), answering_route());
             head.add_failure(cls, a.decision, a.bound);
             if (!plan_.head_request) head.content_length(failed.body.size());
             if (!keep_alive()) head.add("connection", "close");
@@ -108,7 +111,7 @@ void TurnRun::answer_bytes(Ending& end, const policy::FailureAnswer& a, Failed& 
             transport::Exchange& ex = *failed.attempt.exchange;
             ResponseHead head(ex.head().result_int(), ex.head().reason());
             head.copy_upstream(ex);
-            head.add_modelproxy(attempts, plan_.request_id);
+            head.add_modelproxy(attempts, plan_.request_id, answering_model(), answering_route());
             head.add_failure(cls, a.decision, a.bound);
             stream_framing(head);
             start_answering();
@@ -140,8 +143,9 @@ void TurnRun::answer_bytes(Ending& end, const policy::FailureAnswer& a, Failed& 
     end.text = error_envelope(plan_.error_shape, status, a.message, a.type, a.code, details);
     ResponseHead head(status);
     head.add("content-type", "application/json");
-    head.add_modelproxy(attempts, plan_.request_id);
+    head.add_modelproxy(attempts, plan_.request_id, answering_model(), answering_route());
     head.add_failure(cls, a.decision, a.bound);
+    if (retry_after_s_ >= 0) head.add("retry-after", std::to_string(retry_after_s_));
     head.content_length(end.text.size());
     if (!keep_alive()) head.add("connection", "close");
     end.head = head.finish();
@@ -220,8 +224,35 @@ void TurnRun::own_failure(Ending& end, policy::FailureKind kind, int attempts) {
     facts.client = client_has();
     const policy::FailureAnswer a = policy::failure_answer(facts);
     answer_bytes(end, a, failed, attempts);
+    // circuit_open sent nothing: no attempt to record.
     record_end({std::nullopt, &failed.classification, a.code, a.record_decision, a.outcome, a.record_status,
-                policy::to_string(a.cls), a.bound});
+                policy::to_string(a.cls), a.bound, kind != policy::FailureKind::circuit_open});
+}
+
+Task<std::optional<bool>> TurnRun::wait_half_open() {
+    const auto now = clock_.now();
+    const auto until = *fail_fast_at_;
+    fail_fast_at_.reset();
+    const std::int64_t wait_ms =
+        until > now ? (std::chrono::duration_cast<std::chrono::microseconds>(until - now).count() + 999) / 1000 : 0;
+    if (!replays_.fits_wait(wait_ms, now)) {
+        // Whole seconds until that half-open, rounded up.
+        retry_after_s_ = (wait_ms + 999) / 1000;
+        Ending end;
+        own_failure(end, policy::FailureKind::circuit_open, 0);
+        co_return co_await write_ending(end);
+    }
+    if (wait_ms > 0) {
+        replays_.add_wait(wait_ms);
+        Timer timer(client_.get_executor());
+        timer.expires_after(std::chrono::milliseconds(wait_ms));
+        co_await timer.async_wait(use_tuple);
+        if (watch_cut()) co_return false;
+    }
+    // Half-open now: the turn is its probe when a slot is free, else an
+    // ordinary attempt on it.
+    move_to(cur_, clock_.now(), false);
+    co_return std::nullopt;
 }
 
 std::array<asio::const_buffer, 2> TurnRun::answer_buffers(const std::string& body) const {
@@ -237,10 +268,11 @@ std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body,
     first_byte_at_ = now;
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));
     head.copy_upstream(ex);
-    head.add_modelproxy(replays_.attempts(), plan_.request_id);
+    head.add_modelproxy(replays_.attempts(), plan_.request_id, answering_model(), answering_route());
     if (!plan_.head_request) head.content_length(body.size());
     if (!keep_alive()) head.add("connection", "close");
     const int status = static_cast<int>(ex.head().result_int());
+    settle(policy::BreakerFacts{.ok_2xx = true});
     if (ex.reusable()) give_back(a, now);  // destroys the exchange: `ex` is not used after this
     start_answering();
     const AttemptRecord attempt = attempt_record(status, nullptr, "", "ok", 0, now);

@@ -12,6 +12,8 @@
 // does the I/O they ask for, and sleeps.
 #pragma once
 
+#include "policy/breaker.hpp"
+#include "policy/candidates.hpp"
 #include "policy/classify.hpp"
 #include "policy/decision.hpp"
 #include "policy/failure_answer.hpp"
@@ -23,6 +25,7 @@
 #include "transport/upstream.hpp"
 
 #include <boost/asio/this_coro.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -58,14 +61,19 @@ public:
         : worker_(worker),
           client_(client),
           plan_(plan),
-          route_(plan.runtime->config.routes[plan.route_index]),
+          route_(&plan.runtime->config.routes[plan.route_index]),
           limits_(plan.runtime->config.limits),
           slot_(plan.runtime->metric_slots[plan.route_index]),
           attempt_started_(plan.started),
           digest_(plan.digest),
           watch_(watch),
           clock_(clock),
-          replays_(route_.retry, plan.deadline) {}
+          replays_(route_->retry, plan.deadline) {}
+    // However the turn ends, its last attempt's breaker slot is given back.
+    ~TurnRun() {
+        if (!settled_) settle(policy::BreakerFacts{.client_left = true});
+        leave_candidate();
+    }
 
     Task<bool> run();
     // run() with the hold ticker beside it: stream turns only (run_turn).
@@ -94,6 +102,7 @@ private:
         int status = 0;                          // a non-2xx HTTP status to pass on or keep, 0 when none
         std::string_view detail;                 // the message, where the kind's row has none (plan-owned)
         std::optional<std::int64_t> retry_after_ms;
+        policy::ProviderError error;             // what the answer or error event declared (fallback_on's code:)
         Attempt attempt;                         // the upstream answer to pass on (status != 0 or a held stream)
         std::string body;
         std::optional<std::string> held_stream;  // a 200 stream's held events ending in an error event
@@ -113,16 +122,60 @@ private:
     // A failure whose class an observation gave.
     static Failed failure(policy::FailureKind kind, const policy::Classification& c);
 
-    // The candidate an attempt goes to (docs/behaviour.md section 13): one
-    // for now, the turn's route.
-    struct Candidate {
-        std::size_t route_index;
-        const config::Route& route;
+    // turn_candidates.cpp: the candidates (docs/behaviour.md section 13).
+    // The turn's list, in the order it tries them: the deployment chosen for
+    // this turn, the model's other deployments in config order, then each
+    // fallback's (none with x-modelproxy-fallback: off).
+    struct TurnCandidate {
+        const CandidateRef* ref = nullptr;
+        int attempts = 0;   // attempts this turn sent to it
     };
-    Candidate pick_candidate() const { return {plan_.route_index, route_}; }
-    // The failed attempt's decision (policy/turn_replays.hpp), at the turn
-    // clock's now, with its draw.
-    policy::Decision decide(const Failed& failed);
+    // Builds the list and starts on the first usable candidate (else the one
+    // whose breaker half-opens first), admitted by its breaker; the payload
+    // is built for it.
+    // With fail_fast, when breakers hold back every candidate, it stops
+    // short: fail_fast_at_ is set and run() waits for it (wait_half_open).
+    void start_candidates();
+    // fail_fast's wait for the half-open, as a section 6 wait; false when
+    // the turn ended instead (circuit_open, or the client left).
+    Task<std::optional<bool>> wait_half_open();
+    // Whether the candidate at `index` is usable at `now` for a turn's first
+    // attempt on it: its breaker lets it through and, unless
+    // `ignore_cooldown`, it is not cooling down after a 429.
+    bool usable(std::size_t index, Clock::time_point now, bool ignore_cooldown) const;
+    // The first usable candidate after the current one, if any.
+    std::optional<std::size_t> next_usable(Clock::time_point now) const;
+    // The turn moves to candidate `index` (its in-flight count, its route's
+    // timers and metrics, its payload and digest) and its breaker admits
+    // the attempt (`forced`: no candidate was usable).
+    void move_to(std::size_t index, Clock::time_point now, bool forced);
+    // Before a replay on the current candidate: its breaker admits it, or
+    // holds it back; nullopt when it goes, else the later usable candidate
+    // to fall over to instead (section 13: a held replay is treated like one
+    // the retry budget refuses; without a later usable candidate it goes).
+    std::optional<std::size_t> admit_replay(Clock::time_point now);
+    void leave_candidate();
+    // The running attempt's result, told its candidate's breaker once
+    // (breaker_count of these facts); a transition is recorded.
+    void settle(const policy::BreakerFacts& facts, std::optional<std::int64_t> retry_after_ms = std::nullopt);
+    // settle() from what an attempt record says of it.
+    // The Retry-After is the last decided failure's (breaker_retry_after_).
+    void settle_recorded(std::optional<int> status, const policy::Classification* c, std::string_view decision);
+    void record_breaker(CandidateState& state, const policy::BreakerTransition& t);
+    const TurnCandidate& current() const { return order_[cur_]; }
+    // The client model and route that answer the turn (x-modelproxy-model,
+    // x-modelproxy-route; the records' model and route).
+    std::string_view answering_model() const;
+    std::string_view answering_route() const { return route_->name; }
+    // The turn record's fallback_from: the requested model when another answered.
+    std::string_view fallback_from() const;
+    const policy::FallbackOn& fallback_on() const;
+    int attempts_per_candidate() const;
+
+    // The failed attempt's decision (policy/turn_replays.hpp; a fall-over,
+    // policy/candidates.hpp), at the turn clock's now, with its draw. A
+    // fall-over sets `fall_to`.
+    policy::Decision decide(const Failed& failed, std::optional<std::size_t>& fall_to);
 
     // What try_attempt came to: the turn answered (with whether the client
     // connection stays open), or a failure in `failed` to decide on.
@@ -154,7 +207,7 @@ private:
     }
 
     // turn_attempt.cpp: one attempt, sent and read.
-    Task<AttemptEnd> try_attempt(const Candidate& candidate, Attempt& a, Failed& failed);
+    Task<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
     Failed transport_failure(transport::Fault fault);
     // True when the body is refused; `failed` then says why.
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
@@ -322,9 +375,9 @@ private:
     Worker& worker_;
     Socket& client_;
     ForwardPlan& plan_;
-    const config::Route& route_;
+    const config::Route* route_;       // the current candidate's route
     const config::Limits& limits_;
-    const std::uint16_t slot_;         // metrics slot of the route
+    std::uint16_t slot_;               // metrics slot of route_
     Clock::time_point attempt_started_;
     std::string& digest_;       // plan_.digest (scratch)
     TurnWatch& watch_;          // run_turn's, which outlives the turn
@@ -341,6 +394,22 @@ private:
     // looks its service up under a mutex, and most turns never wait here.
     std::optional<Timer> write_gate_;
     std::optional<Clock::time_point> first_byte_at_;
+    // The candidates (turn_candidates.cpp).
+    boost::container::small_vector<TurnCandidate, 4> order_;
+    std::size_t cur_ = 0;
+    bool on_candidate_ = false;          // cur_'s in-flight count holds this turn
+    bool settled_ = true;                // the running attempt's breaker result is given
+    policy::Admit admitted_ = policy::Admit::pass;  // how its breaker let the running attempt go
+    bool digest_fresh_ = true;           // the next send is the first to this candidate: its digest is made
+    CandidateRef wildcard_;              // the "*" route's one candidate
+    std::shared_ptr<CandidateState> wildcard_state_;
+    const CandidateRef* head_named_ = nullptr;  // the candidate a hold-limit head names
+    std::optional<std::int64_t> breaker_retry_after_;  // the last decided failure's Retry-After
+    std::optional<Clock::time_point> first_token_until_;  // the running stream's first-token timer
+    // fail_fast (section 13): every candidate is held back by its breaker;
+    // the turn waits until this half-open, or is refused with circuit_open.
+    std::optional<Clock::time_point> fail_fast_at_;
+    std::int64_t retry_after_s_ = -1;  // the proxy's own envelope carries Retry-After when >= 0
 };
 
 }  // namespace modelproxy::proxy

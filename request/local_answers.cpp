@@ -4,6 +4,10 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
 namespace modelproxy::request {
 
 namespace json = boost::json;
@@ -199,8 +203,15 @@ std::string model_not_found_message(std::string_view model) {
 
 LocalAnswer models_list(const config::Config& config) {
     json::array data;
+    std::vector<std::string_view> listed;
     for (const auto& route : config.routes) {
-        for (const auto& model : route.models) data.push_back(model_entry(model.name, route.name));
+        for (const auto& model : route.models) {
+            // A model with several deployments (section 13) is one model to
+            // a client: listed once, at its first route.
+            if (std::find(listed.begin(), listed.end(), model.name) != listed.end()) continue;
+            listed.push_back(model.name);
+            data.push_back(model_entry(model.name, route.name));
+        }
     }
     json::object list;
     list["object"] = "list";

@@ -119,8 +119,9 @@ std::string model_not_found_message(std::string_view model);
 
 // GET /v1/models: 200 {"object":"list","data":[{"id":..,"object":"model",
 // "created":0,"owned_by":<route name>},...]} with every configured client
-// model name, routes and models in file order. A "*" route lists nothing: it
-// has no names of its own.
+// model name once, routes and models in file order: a name several routes
+// list (its deployments, section 13) appears at its first route. A "*" route
+// lists nothing: it has no names of its own.
 LocalAnswer models_list(const config::Config& config);
 
 // GET /v1/models/{id} (id already percent-decoded): 200 with the model object

@@ -36,6 +36,8 @@ std::string_view to_string(Fault fault) {
         case Fault::dropped_in_body: return "dropped_in_body";
         case Fault::deadline: return "deadline";
         case Fault::idle_timeout: return "idle_timeout";
+        case Fault::first_byte_timeout: return "first_byte_timeout";
+        case Fault::first_token_timeout: return "first_token_timeout";
         case Fault::body_too_large: return "body_too_large";
         case Fault::bad_response: return "bad_response";
         case Fault::unsupported_encoding: return "unsupported_encoding";

@@ -175,7 +175,8 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
     co_return send_fault(ec);
 }
 
-Task<Fault> Exchange::read_head(Clock::time_point deadline) {
+Task<Fault> Exchange::read_head(Clock::time_point deadline, std::optional<Clock::time_point> first_byte) {
+    if (first_byte && *first_byte >= deadline) first_byte.reset();
     Connection& c = *connection_;
     bool answered = false;  // a byte of an answer came (a 1xx answer's included)
     for (;;) {
@@ -207,7 +208,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
             beast::flat_buffer& buffer = c.buffer();
             const std::size_t room =
                 std::clamp<std::size_t>(buffer.capacity() - buffer.size(), 512, Connection::read_buffer_bytes);
-            c.bound_read(deadline);
+            c.bound_read(first_byte && !answered ? *first_byte : deadline);
             boost::system::error_code result;
             std::size_t n = 0;
             // What the socket or OpenSSL holds, or after a wait for the
@@ -244,7 +245,7 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline) {
         }
         if (ec) {
             failed_ = true;
-            if (ec == beast::error::timeout) co_return Fault::deadline;
+            if (ec == beast::error::timeout) co_return first_byte && !answered ? Fault::first_byte_timeout : Fault::deadline;
             if (!is_drop(ec)) co_return Fault::bad_response;
             const bool reused = c.reused();  // the clock is read only then (send_fault)
             const EarlyFailure seen{.reused = reused,

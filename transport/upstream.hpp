@@ -56,6 +56,8 @@ enum class Fault {
     dropped_in_body,       // connection lost, or framing broken, while the body transferred
     deadline,              // the turn deadline fired
     idle_timeout,          // stream_idle_timeout_ms fired
+    first_byte_timeout,    // no byte of the answer within first_byte_timeout_ms of the request
+    first_token_timeout,   // no answer text within first_token_timeout_ms of the head (the turn's timer)
     body_too_large,        // more than max_response_body_bytes
     bad_response,          // the upstream's head is not valid HTTP (or is above 64 KiB)
     unsupported_encoding,  // a content coding other than identity/gzip/deflate
@@ -212,7 +214,10 @@ public:
     // connection, and that is no attempt); any other failure is the
     // attempt's fault. A send that could not write the whole request on a
     // reused connection is stale_connection too.
-    Task<Fault> read_head(Clock::time_point deadline);
+    // `first_byte`, when set and before `deadline`: the time by which the
+    // answer's first byte must have come, else Fault::first_byte_timeout
+    // (docs/behaviour.md section 13).
+    Task<Fault> read_head(Clock::time_point deadline, std::optional<Clock::time_point> first_byte = std::nullopt);
 
     const ResponseHeader& head() const;
     // The head's fields the proxy reads, found in one walk (field_scan.hpp);

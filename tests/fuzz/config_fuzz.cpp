@@ -10,9 +10,13 @@
 //    and a value from the file must not be able to forge a second one;
 //  - a loaded Config keeps docs/behaviour.md section 3's rules: at least one route, every
 //    integer in its schema range, base_delay_ms <= max_delay_ms,
-//    min_attempt_ms < timeout_ms, a model name in one route only, at most one
-//    "*" route, find_model() finds every listed model in its own route, a
-//    parsed upstream with a host and a port.
+//    min_attempt_ms < timeout_ms, a model name once per route, at most one
+//    "*" route, find_model() finds every listed model at its first
+//    deployment, a parsed upstream with a host and a port;
+//  - and section 13's: the first-byte and first-token timers 0 or at most
+//    timeout_ms, open_ms <= max_open_ms, failure_ratio in 0.01..1, and a
+//    models block whose names and fallbacks some route lists, each once,
+//    never a model's own.
 #include "check.hpp"
 
 #include "config/config.hpp"
@@ -67,7 +71,7 @@ void check_config(const Config& c) {
 
     MP_FUZZ_CHECK_THAT(!c.routes.empty(), "a Config without routes");
     std::set<std::string> route_names;
-    std::set<std::string> model_names;
+    std::set<std::string> model_names;  // listed by name, in any route
     int wildcards = 0;
     for (const Route& route : c.routes) {
         MP_FUZZ_CHECK(!route.name.empty() && route_names.insert(route.name).second);
@@ -81,23 +85,58 @@ void check_config(const Config& c) {
         check_range("routes[].stream_idle_timeout_ms", route.stream_idle_timeout_ms);
         check_range("routes[].stream_head_hold_ms", route.stream_head_hold_ms);
         check_range("routes[].max_stream_ms", route.max_stream_ms);
+        check_range("routes[].weight", route.weight);
+        check_range("routes[].first_byte_timeout_ms", route.first_byte_timeout_ms);
+        check_range("routes[].first_token_timeout_ms", route.first_token_timeout_ms);
+        MP_FUZZ_CHECK(route.first_byte_timeout_ms <= route.timeout_ms);
+        MP_FUZZ_CHECK(route.first_token_timeout_ms <= route.timeout_ms);
+        const auto& b = route.breaker;
+        check_range("routes[].breaker.consecutive_failures", b.consecutive_failures);
+        check_range("routes[].breaker.min_attempts", b.min_attempts);
+        check_range("routes[].breaker.window_ms", b.window_ms);
+        check_range("routes[].breaker.open_ms", b.open_ms);
+        check_range("routes[].breaker.max_open_ms", b.max_open_ms);
+        check_range("routes[].breaker.probes", b.probes);
+        MP_FUZZ_CHECK(b.open_ms <= b.max_open_ms);
+        MP_FUZZ_CHECK(b.failure_ratio >= 0.01 && b.failure_ratio <= 1.0);
         check_retry(route.retry, "retry.");
         MP_FUZZ_CHECK_THAT(route.retry.min_attempt_ms < route.timeout_ms, "min_attempt_ms >= timeout_ms passed");
         MP_FUZZ_CHECK(!route.api_key_header.empty());
         if (route.wildcard) ++wildcards;
         MP_FUZZ_CHECK(route.wildcard || !route.models.empty());
+        std::set<std::string> in_route;
         for (const Model& model : route.models) {
             MP_FUZZ_CHECK(!model.name.empty() && model.name != "*");
-            MP_FUZZ_CHECK_THAT(model_names.insert(model.name).second, "a model name in two routes");
+            MP_FUZZ_CHECK_THAT(in_route.insert(model.name).second, "a model name twice in one route");
             // An empty accept is the default rule (the upstream model and its
             // dated snapshots); `accept: []` itself is refused.
             MP_FUZZ_CHECK(!model.upstream_model.empty());
             const ModelMatch match = find_model(c, model.name);
-            MP_FUZZ_CHECK(match.route == &route && match.model == &model);
+            const std::vector<Deployment> deployments = deployments_of(c, model.name);
+            MP_FUZZ_CHECK(!deployments.empty());
+            MP_FUZZ_CHECK(match.route == &c.routes[deployments.front().route] &&
+                          match.model == &match.route->models[deployments.front().model]);
+            if (model_names.insert(model.name).second) {
+                MP_FUZZ_CHECK_THAT(match.route == &route && match.model == &model, "not found at its first route");
+            }
         }
     }
     MP_FUZZ_CHECK_THAT(wildcards <= 1, "two \"*\" routes");
     MP_FUZZ_CHECK((wildcard_route(c) != nullptr) == (wildcards == 1));
+    std::set<std::string> entries;
+    for (const ModelPolicy& entry : c.models) {
+        MP_FUZZ_CHECK_THAT(model_names.count(entry.name) == 1, "a models entry no route lists");
+        MP_FUZZ_CHECK_THAT(entries.insert(entry.name).second, "a model named twice in models");
+        MP_FUZZ_CHECK(&model_policy(c, entry.name) == &entry);
+        check_range("models[].attempts_per_candidate", entry.attempts_per_candidate);
+        std::set<std::string> fallbacks;
+        for (const std::string& fallback : entry.fallbacks) {
+            MP_FUZZ_CHECK_THAT(model_names.count(fallback) == 1, "a fallback no route lists");
+            MP_FUZZ_CHECK_THAT(fallback != entry.name, "a model its own fallback");
+            MP_FUZZ_CHECK_THAT(fallbacks.insert(fallback).second, "a fallback twice");
+        }
+        for (const std::string& code : entry.fallback_on.codes) MP_FUZZ_CHECK(!code.empty());
+    }
 }
 
 // Every variable set, to a value that is fine in a header, except names

@@ -127,6 +127,22 @@ const std::vector<Refusal>& refusals() {
          {{"RES_OPTIONS", "timeout:1 attempts:1"}},
          {},
          {"modelproxy: @FILE@: listen: cannot resolve host no-such-host.invalid"}},
+        {"a bad models block (docs/behaviour.md section 13)",
+         route("http://127.0.0.1:9/v1") + "models:\n  - {name: gpt-test, fallbacks: [gpt-test]}\n"
+                                           "  - {name: gpt-other, attempts_per_candidate: 0}\n",
+         {},
+         {},
+         {"modelproxy: @FILE@: models[0].fallbacks[0]: model gpt-test cannot be its own fallback (its deployments "
+          "come first anyway)",
+          "modelproxy: @FILE@: models[1].name: no route lists model gpt-other by name (\"*\" does not count)",
+          "modelproxy: @FILE@: models[1].attempts_per_candidate: must be 1..16, got 0"}},
+        {"a breaker and a timer out of range",
+         route("http://127.0.0.1:9/v1",
+               "    timeout_ms: 5000\n    first_token_timeout_ms: 6000\n    breaker: {failure_ratio: 2}\n"),
+         {},
+         {},
+         {"modelproxy: @FILE@: routes[0].first_token_timeout_ms: must be <= timeout_ms (5000), got 6000",
+          "modelproxy: @FILE@: routes[0].breaker.failure_ratio: must be 0.01..1, got 2"}},
         {"every problem of a valid file's environment, files and patterns, not only the first",
          "boundary:\n  secret_patterns: [\"(\"]\n" +
              route("http://127.0.0.1:9/v1", "    api_key_env: MP_TEST_KEY\n    api_key_required: true\n") +
@@ -221,6 +237,15 @@ TEST_CASE("check accepts what serving starts with, reading the same environment 
          {{"MP_TEST_KEY", std::string(route_key)}},
          {"--listen", "0.0.0.0:0"}},
         {"a valid secret pattern", "boundary:\n  secret_patterns: [\"corp-[0-9]{12}\"]\n" + keyed, {}, {}},
+        {"a model with two deployments, a fallback and section 13's keys",
+         route("http://127.0.0.1:9/v1",
+               "    first_byte_timeout_ms: 2000\n    first_token_timeout_ms: 5000\n    breaker: {failure_ratio: 0.25}\n") +
+             "  - name: second\n    upstream: http://127.0.0.1:9/v1\n    weight: 3\n"
+             "    models: [gpt-test, gpt-other]\n"
+             "models:\n  - {name: gpt-test, balance: weighted, fallbacks: [gpt-other], fallback_on: [timeout, "
+             "\"code:context_length_exceeded\"]}\n",
+         {},
+         {}},
     }));
     CAPTURE(c.name);
     TempDir dir("check-serve");

@@ -1,6 +1,7 @@
-// `modelproxy doctor [--config FILE] [--json]` (docs/behaviour.md sections 2 and 6), run
-// as the real binary: the retry envelope per route on stdout, warnings on
-// stderr, exit 0; a bad or missing config exits 2.
+// `modelproxy doctor [--config FILE] [--json]` (docs/behaviour.md sections 2, 6
+// and 13), run as the real binary: the retry envelope per route, then the
+// candidate plan of each model with several candidates, on stdout; warnings
+// on stderr; exit 0; a bad or missing config exits 2.
 #include "support/proxy_process.hpp"
 
 #include "support/temp_dir.hpp"
@@ -66,6 +67,50 @@ constexpr const char* two_routes_yaml = R"(routes:
     retry: {max_attempts: 3}
 )";
 
+// gpt-4o has two deployments (east, west) and the fallback mini, served by
+// west under another upstream name.
+constexpr const char* deployments_yaml = R"(routes:
+  - name: east
+    upstream: http://127.0.0.1:9/v1
+    first_byte_timeout_ms: 2000
+    first_token_timeout_ms: 8000
+    models: [gpt-4o]
+  - name: west
+    upstream: http://127.0.0.1:9/v1
+    first_byte_timeout_ms: 2000
+    first_token_timeout_ms: 8000
+    models:
+      - gpt-4o
+      - {name: mini, upstream_model: gpt-4o-mini}
+models:
+  - name: gpt-4o
+    fallbacks: [mini]
+)";
+
+const Lines deployment_plan_lines{
+    "model gpt-4o: 3 candidates, balance ordered, 2 attempts per candidate",
+    "  fallback_on: network, timeout, server, rate-limit, stream-incomplete",
+    "  candidate 0: route east, upstream model gpt-4o",
+    "  candidate 1: route west, upstream model gpt-4o",
+    "  candidate 2: route west, upstream model gpt-4o-mini (fallback mini)",
+    "  turn bounds from route east (the first deployment): timeout_ms 300000, max_attempts 8",
+    "  worst case, through every candidate: 300000 ms (the turn deadline)",
+    // 2 candidates * 2 attempts * (5000 connect + 2000 + 8000) + 2 waits of at most 20000
+    "  a stream turn reaches candidate 2 within 100000 ms when every earlier candidate hangs",
+    "model mini: 1 candidate, balance ordered, 2 attempts per candidate",
+    "  fallback_on: network, timeout, server, rate-limit, stream-incomplete",
+    "  candidate 0: route west, upstream model gpt-4o-mini",
+    "  turn bounds from route west (the first deployment): timeout_ms 300000, max_attempts 8",
+    "  worst case, through every candidate: 300000 ms (the turn deadline)",
+};
+
+const Lines deployment_plan_warnings{
+    "modelproxy: warning: model gpt-4o: first_token_timeout_ms 8000 of candidate 2 (route west) never applies: "
+    "no later candidate",
+    "modelproxy: warning: model mini: first_token_timeout_ms 8000 of candidate 0 (route west) never applies: "
+    "no later candidate",
+};
+
 }  // namespace
 
 TEST_CASE("doctor prints the embedded default's envelope and warns on stderr", "[doctor]") {
@@ -93,7 +138,8 @@ TEST_CASE("doctor --json prints one object with the exact numbers", "[doctor]") 
     boost::json::error_code ec;
     const boost::json::value doc = boost::json::parse(r.out, ec);
     REQUIRE_FALSE(ec);
-    REQUIRE(doc.as_object().size() == 1);
+    REQUIRE(doc.as_object().size() == 2);
+    CHECK(doc.at("models").as_array().empty());  // one "*" route: no candidates to show
     const auto& routes = doc.at("routes").as_array();
     REQUIRE(routes.size() == 1);
     const auto& route = routes[0];
@@ -172,6 +218,108 @@ TEST_CASE("doctor shows a per-route retry override", "[doctor]") {
     CHECK(waits_of(routes[1].at("general")) == std::vector<std::int64_t>{500, 1000});
     CHECK(routes[1].at("general").at("sum_ms") == 1500);
     CHECK(routes[1].at("general").at("attempts") == 3);
+}
+
+TEST_CASE("doctor prints each model's candidates, attempts and worst case after the routes", "[doctor]") {
+    TempDir dir("doctor");
+    const auto path = dir.write("deployments.yaml", deployments_yaml);
+    const CommandResult r = run_modelproxy({"doctor", "--config", path.string()});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);  // warnings do not change the exit code
+    const Lines out = lines_of(r.out);
+    REQUIRE(out.size() == 10 + deployment_plan_lines.size());  // two route envelopes first
+    CHECK(out[0] == "route east: timeout_ms 300000, min_attempt_ms 1000, jitter none");
+    CHECK(out[5] == "route west: timeout_ms 300000, min_attempt_ms 1000, jitter none");
+    CHECK(Lines(out.begin() + 10, out.end()) == deployment_plan_lines);
+    const Lines err = lines_of(r.err);
+    REQUIRE(err.size() == 4 + deployment_plan_warnings.size());  // the envelopes' warnings first
+    CHECK(Lines(err.begin() + 4, err.end()) == deployment_plan_warnings);
+}
+
+TEST_CASE("doctor --json carries each model's candidate plan", "[doctor]") {
+    TempDir dir("doctor");
+    const auto path = dir.write("deployments.yaml", deployments_yaml);
+    const CommandResult r = run_modelproxy({"doctor", "--config", path.string(), "--json"});
+    CAPTURE(r.out, r.err);
+    REQUIRE(r.exit_code == 0);
+    const boost::json::value doc = boost::json::parse(r.out);
+    CHECK(doc.at("routes").as_array().size() == 2);
+    const auto& models = doc.at("models").as_array();
+    REQUIRE(models.size() == 2);
+
+    const auto& gpt = models[0];
+    CHECK(gpt.at("name") == "gpt-4o");
+    CHECK(gpt.at("balance") == "ordered");
+    CHECK(gpt.at("attempts_per_candidate") == 2);
+    const auto& on = gpt.at("fallback_on").as_array();
+    REQUIRE(on.size() == 5);
+    CHECK(on[0] == "network");
+    CHECK(on[4] == "stream-incomplete");
+    const auto& candidates = gpt.at("candidates").as_array();
+    REQUIRE(candidates.size() == 3);
+    CHECK(candidates[0].at("index") == 0);
+    CHECK(candidates[0].at("route") == "east");
+    CHECK(candidates[0].at("upstream_model") == "gpt-4o");
+    CHECK(candidates[0].at("model") == "gpt-4o");
+    CHECK(candidates[0].at("fallback") == false);
+    CHECK(candidates[2].at("index") == 2);
+    CHECK(candidates[2].at("route") == "west");
+    CHECK(candidates[2].at("upstream_model") == "gpt-4o-mini");
+    CHECK(candidates[2].at("model") == "mini");
+    CHECK(candidates[2].at("fallback") == true);
+    CHECK(gpt.at("deadline_route") == "east");
+    CHECK(gpt.at("deadline") == 300000);
+    CHECK(gpt.at("max_attempts") == 8);
+    CHECK(gpt.at("worst_case_ms") == 300000);
+    CHECK(gpt.at("stream_reach_last_ms") == 100000);
+    const auto& warnings = gpt.at("warnings").as_array();
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].at("kind") == "first_token_never_applies");
+    CHECK(text_of(warnings[0].at("message")) == without_lead(deployment_plan_warnings[0]));
+
+    const auto& mini = models[1];
+    CHECK(mini.at("name") == "mini");
+    CHECK(mini.at("candidates").as_array().size() == 1);
+    CHECK(mini.at("stream_reach_last_ms").is_null());
+    CHECK(text_of(mini.at("warnings").as_array().at(0).at("message")) == without_lead(deployment_plan_warnings[1]));
+    // stderr still carries every warning as a line.
+    const Lines err = lines_of(r.err);
+    REQUIRE(err.size() == 6);
+    CHECK(Lines(err.begin() + 4, err.end()) == deployment_plan_warnings);
+}
+
+TEST_CASE("doctor warns where a timer is at or above the turn deadline", "[doctor]") {
+    TempDir dir("doctor");
+    const auto path = dir.write("timers.yaml", R"(routes:
+  - name: short
+    upstream: http://127.0.0.1:9/v1
+    timeout_ms: 3000
+    stream_idle_timeout_ms: 1000
+    models: [m]
+  - name: slow
+    upstream: http://127.0.0.1:9/v1
+    first_byte_timeout_ms: 3000
+    stream_idle_timeout_ms: 5000
+    models: [m]
+)");
+    const CommandResult r = run_modelproxy({"doctor", "--config", path.string()});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    const Lines err = lines_of(r.err);
+    // Turns of m end at route short's deadline, 3000 ms: slow's timers never
+    // get to act in them.
+    const Lines expected{
+        "modelproxy: warning: model m: first_byte_timeout_ms 3000 of candidate 1 (route slow) is at or above the "
+        "turn deadline (timeout_ms 3000 of route short): it can never fire",
+        "modelproxy: warning: model m: stream_idle_timeout_ms 5000 of candidate 1 (route slow) is at or above the "
+        "turn deadline (timeout_ms 3000 of route short): it can fire only once a stream publishes",
+    };
+    REQUIRE(err.size() >= expected.size());
+    CHECK(Lines(err.end() - static_cast<std::ptrdiff_t>(expected.size()), err.end()) == expected);
+    const Lines out = lines_of(r.out);
+    REQUIRE_FALSE(out.empty());
+    CHECK(out.back() == "  a hang on candidate 0 keeps a stream turn from later candidates until the deadline: "
+                        "first_byte_timeout_ms is off on route short");
 }
 
 TEST_CASE("doctor with a bad config exits 2 naming the key path", "[doctor]") {

@@ -251,7 +251,12 @@ TEST_CASE("after known turns /metrics moved by exactly what the records say", "[
     CHECK(text.find(invented_model) == std::string::npos);
     CHECK(text.find(invented_claude) == std::string::npos);
     CHECK(text.find(request_id) == std::string::npos);
-    CHECK(text.find("gpt-4o") == std::string::npos);
+    // The only model label values are configured names (the breaker
+    // families of docs/behaviour.md section 13).
+    const std::string configured = "model=\"gpt-4o-mini\"";
+    for (auto at = text.find("model=\""); at != std::string::npos; at = text.find("model=\"", at + 1))
+        CHECK(text.compare(at, configured.size(), configured) == 0);
+    CHECK(text.find("modelproxy_breaker_state{route=\"fake\",model=\"gpt-4o-mini\"} 0") != std::string::npos);
 
     check_with_promtool(text);
 }

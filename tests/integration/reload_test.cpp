@@ -257,8 +257,10 @@ TEST_CASE("reload: a broken file is refused with a line naming the problem, and 
          "modelproxy: " + path + ": routes[0].timeout_ms: "},
         {"unknown key", config({route("two", two, "gpt-a")}) + "    retyr: {}\n",
          "modelproxy: " + path + ": routes[0].retyr: "},
-        {"model in two routes", config({route("one", one, "gpt-a"), route("two", two, "gpt-a")}),
-         "modelproxy: " + path + ": routes[1].models[0]: "},
+        {"model twice in one route", config({route("two", two, "gpt-a, gpt-a")}),
+         "modelproxy: " + path + ": routes[0].models[1]: "},
+        {"a models entry no route lists", config({route("two", two, "gpt-a")}) + "models: [{name: gpt-b}]\n",
+         "modelproxy: " + path + ": models[0].name: "},
     };
     int verdicts = 0;
     for (const auto& c : cases) {
@@ -426,4 +428,41 @@ TEST_CASE("reload: the old generation's pooled upstream connection is closed, th
     REQUIRE(post(client, "gpt-a", "third").status == 200);
     REQUIRE(post(client, "gpt-a", "fourth").status == 200);
     CHECK(one.connections_accepted() == 2);
+}
+
+TEST_CASE("reload: an open breaker stays open for an unchanged candidate, and starts afresh for a changed one",
+          "[reload][breaker]") {
+    FakeProvider east, west;
+    east.set_default(Script::json(503, R"({"error":{"message":"down","type":"server_error","code":null}})"));
+    west.set_default(Script::json(200, R"({"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[]})"));
+    const auto yaml = [&](std::string_view east_model, std::string_view west_timeout) {
+        return "routes:\n  - name: east\n    upstream: " + east.base_url("/v1") + "\n    models: [{name: gpt-4o, upstream_model: " +
+               std::string(east_model) + "}]\n    retry: {base_delay_ms: 5, max_delay_ms: 20, min_attempt_ms: 10}\n"
+               "    breaker: {consecutive_failures: 1, open_ms: 60000, max_open_ms: 60000}\n"
+               "  - name: west\n    upstream: " + west.base_url("/v1") + "\n    models: [gpt-4o-mini]\n    timeout_ms: " +
+               std::string(west_timeout) + "\nmodels:\n  - name: gpt-4o\n    attempts_per_candidate: 1\n"
+               "    fallbacks: [gpt-4o-mini]\n";
+    };
+    const std::string body = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
+    auto proxy = start_proxy(yaml("gpt-4o", "60000"));
+    const Response first = proxy->client().post_json("/v1/chat/completions", body);
+    REQUIRE(first.ok());
+    CHECK(first.header("x-modelproxy-route") == "west");
+    REQUIRE(east.request_count() == 1);
+
+    // Another route's setting changes: east's breaker is still open.
+    proxy->write_config(yaml("gpt-4o", "50000"));
+    CHECK(reload(*proxy, 1) == reloaded);
+    const Response second = proxy->client().post_json("/v1/chat/completions", body);
+    REQUIRE(second.ok());
+    CHECK(second.header("x-modelproxy-route") == "west");
+    CHECK(second.header("x-modelproxy-attempts") == "1");
+    CHECK(east.request_count() == 1);
+
+    // East's upstream model changes: a new candidate, its breaker closed.
+    proxy->write_config(yaml("gpt-4o-2024-08-06", "50000"));
+    CHECK(reload(*proxy, 2) == reloaded);
+    const Response third = proxy->client().post_json("/v1/chat/completions", body);
+    REQUIRE(third.ok());
+    CHECK(east.request_count() == 2);
 }

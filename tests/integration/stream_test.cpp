@@ -351,7 +351,7 @@ TEST_CASE("an upstream that goes idle after answer text: the client gets the clo
     CAPTURE(proxy->stdout_lines());
     REQUIRE(attempts.size() == 1);
     CHECK(attempts[0].str("class") == "timeout");
-    CHECK(attempts[0].str("timeout_source") == "attempt-deadline");
+    CHECK(attempts[0].str("timeout_source") == "stream-idle");
 }
 
 TEST_CASE("an upstream that goes idle before answer text is replayed", "[stream]") {

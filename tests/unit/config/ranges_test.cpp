@@ -11,7 +11,8 @@ namespace mc = modelproxy::config;
 namespace {
 
 // A valid document with one route, plus `settings` placed by schema path:
-// "workers", "limits.drain_ms", "routes[].timeout_ms", "routes[].retry.max_attempts".
+// "workers", "limits.drain_ms", "routes[].timeout_ms", "routes[].retry.max_attempts",
+// "routes[].breaker.probes", "models[].balance" (a models entry for m).
 // A routes[] key given here replaces the route's default one.
 std::string yaml_with(const std::vector<std::pair<std::string, std::string>>& settings) {
     std::string top;
@@ -19,10 +20,17 @@ std::string yaml_with(const std::vector<std::pair<std::string, std::string>>& se
     std::map<std::string, std::string> route = {
         {"name", "r"}, {"upstream", "https://example.com/v1"}, {"models", "[m]"}};
     std::string route_retry;
+    std::string route_breaker;
+    std::string model_entry;
     for (const auto& [path, value] : settings) {
         const std::string route_prefix = "routes[].";
+        const std::string models_prefix = "models[].";
         if (path.rfind(route_prefix + "retry.", 0) == 0) {
             route_retry += "      " + path.substr(route_prefix.size() + 6) + ": " + value + "\n";
+        } else if (path.rfind(route_prefix + "breaker.", 0) == 0) {
+            route_breaker += "      " + path.substr(route_prefix.size() + 8) + ": " + value + "\n";
+        } else if (path.rfind(models_prefix, 0) == 0) {
+            model_entry += "    " + path.substr(models_prefix.size()) + ": " + value + "\n";
         } else if (path.rfind(route_prefix, 0) == 0) {
             route[path.substr(route_prefix.size())] = value;
         } else if (const auto dot = path.find('.'); dot != std::string::npos) {
@@ -43,6 +51,12 @@ std::string yaml_with(const std::vector<std::pair<std::string, std::string>>& se
     }
     if (!route_retry.empty()) {
         yaml += "    retry:\n" + route_retry;
+    }
+    if (!route_breaker.empty()) {
+        yaml += "    breaker:\n" + route_breaker;
+    }
+    if (!model_entry.empty()) {
+        yaml += "models:\n  - name: m\n" + model_entry;
     }
     return yaml;
 }
@@ -128,6 +142,36 @@ TEST_CASE("integers outside their range are refused, one row per key and end") {
          "routes[0].max_stream_ms: must be 0 (off) or 10..86400000 (10 ms..24 h), got 86400001"},
         {"routes[].max_stream_ms", "-1",
          "routes[0].max_stream_ms: must be 0 (off) or 10..86400000 (10 ms..24 h), got -1"},
+        {"routes[].weight", "0", "routes[0].weight: must be 1..1000, got 0"},
+        {"routes[].weight", "1001", "routes[0].weight: must be 1..1000, got 1001"},
+        {"routes[].first_byte_timeout_ms", "9",
+         "routes[0].first_byte_timeout_ms: must be 0 (off) or 10..86400000 (10 ms..24 h), got 9"},
+        {"routes[].first_byte_timeout_ms", "86400001",
+         "routes[0].first_byte_timeout_ms: must be 0 (off) or 10..86400000 (10 ms..24 h), got 86400001"},
+        {"routes[].first_token_timeout_ms", "9",
+         "routes[0].first_token_timeout_ms: must be 0 (off) or 10..86400000 (10 ms..24 h), got 9"},
+        {"routes[].first_token_timeout_ms", "86400001",
+         "routes[0].first_token_timeout_ms: must be 0 (off) or 10..86400000 (10 ms..24 h), got 86400001"},
+        {"routes[].breaker.consecutive_failures", "0", "routes[0].breaker.consecutive_failures: must be 1..1000, got 0"},
+        {"routes[].breaker.consecutive_failures", "1001",
+         "routes[0].breaker.consecutive_failures: must be 1..1000, got 1001"},
+        {"routes[].breaker.failure_ratio", "0.009", "routes[0].breaker.failure_ratio: must be 0.01..1, got 0.009"},
+        {"routes[].breaker.failure_ratio", "1.01", "routes[0].breaker.failure_ratio: must be 0.01..1, got 1.01"},
+        {"routes[].breaker.min_attempts", "0", "routes[0].breaker.min_attempts: must be 1..100000, got 0"},
+        {"routes[].breaker.min_attempts", "100001", "routes[0].breaker.min_attempts: must be 1..100000, got 100001"},
+        {"routes[].breaker.window_ms", "99", "routes[0].breaker.window_ms: must be 100..600000 (100 ms..10 min), got 99"},
+        {"routes[].breaker.window_ms", "600001",
+         "routes[0].breaker.window_ms: must be 100..600000 (100 ms..10 min), got 600001"},
+        {"routes[].breaker.open_ms", "9", "routes[0].breaker.open_ms: must be 10..600000 (10 ms..10 min), got 9"},
+        {"routes[].breaker.open_ms", "600001",
+         "routes[0].breaker.open_ms: must be 10..600000 (10 ms..10 min), got 600001"},
+        {"routes[].breaker.max_open_ms", "9", "routes[0].breaker.max_open_ms: must be 10..3600000 (10 ms..1 h), got 9"},
+        {"routes[].breaker.max_open_ms", "3600001",
+         "routes[0].breaker.max_open_ms: must be 10..3600000 (10 ms..1 h), got 3600001"},
+        {"routes[].breaker.probes", "0", "routes[0].breaker.probes: must be 1..100, got 0"},
+        {"routes[].breaker.probes", "101", "routes[0].breaker.probes: must be 1..100, got 101"},
+        {"models[].attempts_per_candidate", "0", "models[0].attempts_per_candidate: must be 1..16, got 0"},
+        {"models[].attempts_per_candidate", "17", "models[0].attempts_per_candidate: must be 1..16, got 17"},
         {"routes[].retry.max_attempts", "40", "routes[0].retry.max_attempts: must be 1..16, got 40"},
         {"routes[].retry.throttled_max_attempts", "0", "routes[0].retry.throttled_max_attempts: must be 1..64, got 0"},
         {"retry.max_attempts", "99999999999999999999999",
@@ -145,7 +189,11 @@ TEST_CASE("every integer key of the schema has a range row above") {
         "retry.max_attempts", "retry.base_delay_ms", "retry.max_delay_ms", "retry.max_total_delay_ms",
         "retry.throttled_max_attempts", "retry.throttled_max_total_delay_ms", "retry.min_attempt_ms",
         "routes[].connect_timeout_ms", "routes[].timeout_ms", "routes[].stream_idle_timeout_ms",
-        "routes[].stream_head_hold_ms", "routes[].max_stream_ms"};
+        "routes[].stream_head_hold_ms", "routes[].max_stream_ms", "routes[].weight",
+        "routes[].first_byte_timeout_ms", "routes[].first_token_timeout_ms",
+        "routes[].breaker.consecutive_failures", "routes[].breaker.failure_ratio",  // a decimal
+        "routes[].breaker.min_attempts", "routes[].breaker.window_ms", "routes[].breaker.open_ms",
+        "routes[].breaker.max_open_ms", "routes[].breaker.probes", "models[].attempts_per_candidate"};
     std::set<std::string> integers;
     for (const mc::KeyInfo& key : mc::schema_keys()) {
         if (!key.range.empty() && key.range[0] >= '0' && key.range[0] <= '9') {
@@ -197,6 +245,30 @@ TEST_CASE("both ends of every range are accepted") {
                   {"routes[].stream_head_hold_ms", "86400000"},
                   {"routes[].max_stream_ms", "86400000"}}},
         {Settings{{"routes[].max_stream_ms", "0"}}},
+        {Settings{{"routes[].weight", "1"},
+                  {"routes[].first_byte_timeout_ms", "10"},
+                  {"routes[].first_token_timeout_ms", "10"},
+                  {"routes[].breaker.consecutive_failures", "1"},
+                  {"routes[].breaker.failure_ratio", "0.01"},
+                  {"routes[].breaker.min_attempts", "1"},
+                  {"routes[].breaker.window_ms", "100"},
+                  {"routes[].breaker.open_ms", "10"},
+                  {"routes[].breaker.max_open_ms", "10"},
+                  {"routes[].breaker.probes", "1"},
+                  {"models[].attempts_per_candidate", "1"}}},
+        {Settings{{"routes[].weight", "1000"},
+                  {"routes[].timeout_ms", "86400000"},
+                  {"routes[].first_byte_timeout_ms", "86400000"},
+                  {"routes[].first_token_timeout_ms", "86400000"},
+                  {"routes[].breaker.consecutive_failures", "1000"},
+                  {"routes[].breaker.failure_ratio", "1"},
+                  {"routes[].breaker.min_attempts", "100000"},
+                  {"routes[].breaker.window_ms", "600000"},
+                  {"routes[].breaker.open_ms", "600000"},
+                  {"routes[].breaker.max_open_ms", "3600000"},
+                  {"routes[].breaker.probes", "100"},
+                  {"models[].attempts_per_candidate", "16"}}},
+        {Settings{{"routes[].first_byte_timeout_ms", "0"}, {"routes[].first_token_timeout_ms", "0"}}},
         {Settings{{"workers", "+4"}}},
     }));
     CAPTURE(yaml_with(settings));
@@ -244,6 +316,15 @@ TEST_CASE("wrong types are refused with the expected type") {
          "routes[0].models[0]: must be a model name or a map with name, upstream_model and accept"},
         {"routes[].models", "[{name: m, accept: x}]", "routes[0].models[0].accept: must be a list of strings"},
         {"routes[].models", "[{name: m, upstream_model: [x]}]", "routes[0].models[0].upstream_model: must be a string"},
+        {"routes[].weight", "1.5", "routes[0].weight: must be an integer"},
+        {"routes[].breaker", "on", "routes[0].breaker: must be a map"},
+        {"routes[].breaker.enabled", "yes", "routes[0].breaker.enabled: must be true or false"},
+        {"routes[].breaker.failure_ratio", "half", "routes[0].breaker.failure_ratio: must be a decimal number, as 0.5"},
+        {"routes[].breaker.failure_ratio", "\"0.5\"",
+         "routes[0].breaker.failure_ratio: must be a decimal number, as 0.5"},
+        {"models[].balance", "[ordered]", "models[0].balance: must be a string"},
+        {"models[].fallbacks", "[[n]]", "models[0].fallbacks[0]: must be a string"},
+        {"models[].fallback_on", "[{a: b}]", "models[0].fallback_on[0]: must be a string"},
     }));
     CAPTURE(path, value);
     CHECK(problem_lines(yaml_with({{path, value}})) == Lines{expected});
@@ -271,7 +352,10 @@ TEST_CASE("unknown keys are refused wherever they are") {
         {"retry.budget_ratio", "0.2", "retry.budget_ratio: unknown key"},
         {"boundary.patterns", "[]", "boundary.patterns: unknown key"},
         {"routes[].timeout", "5", "routes[0].timeout: unknown key"},
-        {"routes[].breaker", "{}", "routes[0].breaker: unknown key"},
+        {"routes[].breakers", "{}", "routes[0].breakers: unknown key (did you mean breaker?)"},
+        {"routes[].breaker.probe", "1", "routes[0].breaker.probe: unknown key (did you mean probes?)"},
+        {"models[].balanse", "ordered", "models[0].balanse: unknown key (did you mean balance?)"},
+        {"models[].upstream", "x", "models[0].upstream: unknown key"},
         {"routes[].api_key", "sk-live", "routes[0].api_key: unknown key"},
         {"routes[].retry.max_atempts", "3", "routes[0].retry.max_atempts: unknown key (did you mean max_attempts?)"},
         {"routes[].tls", "{ca: x}", "routes[0].tls.ca: unknown key"},

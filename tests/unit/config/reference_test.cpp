@@ -69,11 +69,16 @@ TEST_CASE("schema paths are unique and cover docs/behaviour.md section 3") {
           "routes[].tls.key_file", "routes[].dialect", "routes[].connect_timeout_ms", "routes[].timeout_ms",
           "routes[].stream_idle_timeout_ms", "routes[].stream_head_hold_ms", "routes[].max_stream_ms",
           "routes[].models", "routes[].models[].name", "routes[].models[].upstream_model",
-          "routes[].models[].accept", "routes[].retry"}) {
+          "routes[].models[].accept", "routes[].retry", "routes[].weight", "routes[].first_byte_timeout_ms",
+          "routes[].first_token_timeout_ms", "routes[].breaker.enabled", "routes[].breaker.consecutive_failures",
+          "routes[].breaker.failure_ratio", "routes[].breaker.min_attempts", "routes[].breaker.window_ms",
+          "routes[].breaker.open_ms", "routes[].breaker.max_open_ms", "routes[].breaker.probes",
+          "routes[].breaker.fail_fast", "models", "models[].name", "models[].balance",
+          "models[].attempts_per_candidate", "models[].fallbacks", "models[].fallback_on"}) {
         CAPTURE(path);
         CHECK(key(path) != nullptr);
     }
-    CHECK(mc::schema_keys().size() == 45);
+    CHECK(mc::schema_keys().size() == 63);
 }
 
 TEST_CASE("schema rows show the defaults and ranges the loader applies") {
@@ -93,6 +98,25 @@ TEST_CASE("schema rows show the defaults and ranges the loader applies") {
         {"routes[].max_stream_ms", "0 (off)", "0 (off) or 10..86400000 (10 ms..24 h)"},
         {"routes[].api_key_header", "authorization", "HTTP header name (stored lower-case)"},
         {"boundary.default_patterns", "true", "true or false"},
+        {"routes[].weight", "1", "1..1000"},
+        {"routes[].first_byte_timeout_ms", "0 (off)",
+         "0 (off) or 10..86400000 (10 ms..24 h), at most the route's timeout_ms"},
+        {"routes[].first_token_timeout_ms", "0 (off)",
+         "0 (off) or 10..86400000 (10 ms..24 h), at most the route's timeout_ms"},
+        {"routes[].breaker.enabled", "true", "true or false"},
+        {"routes[].breaker.consecutive_failures", "5", "1..1000"},
+        {"routes[].breaker.failure_ratio", "0.5", "0.01..1 (a decimal)"},
+        {"routes[].breaker.min_attempts", "20", "1..100000"},
+        {"routes[].breaker.window_ms", "10000 (10 s)", "100..600000 (100 ms..10 min)"},
+        {"routes[].breaker.open_ms", "5000 (5 s)", "10..600000 (10 ms..10 min)"},
+        {"routes[].breaker.max_open_ms", "20000 (20 s)", "10..3600000 (10 ms..1 h), at least open_ms"},
+        {"routes[].breaker.probes", "1", "1..100"},
+        {"routes[].breaker.fail_fast", "false", "true or false"},
+        {"models[].balance", "ordered", "ordered or weighted"},
+        {"models[].attempts_per_candidate", "2", "1..16"},
+        {"models[].fallback_on", "network, timeout, server, rate-limit, stream-incomplete",
+         "list of network, timeout, server, rate-limit, stream-incomplete, content-filter, invalid-request, "
+         "not-found and `code:<X>`; `[]` never falls over"},
     }));
     CAPTURE(path);
     const mc::KeyInfo* info = key(path);

@@ -160,11 +160,19 @@ TEST_CASE("bad model entries") {
     CHECK(problem_lines(one_route("name: r, upstream: 'http://h', models: " + models)) == Lines{expected});
 }
 
-TEST_CASE("a model name is served by one route only, the second occurrence is named") {
-    CHECK(problem_lines(R"(routes:
+TEST_CASE("a model name listed by several routes loads: those routes are its deployments") {
+    const mc::LoadResult result = mc::load_config(R"(routes:
   - {name: openai, upstream: 'https://api.openai.com/v1', models: [gpt-4o, o3]}
   - {name: azure, upstream: 'https://x.example/v1', models: [gpt-5, {name: o3, upstream_model: o3-2025}]}
-)") == Lines{"routes[1].models[1].name: model o3 is already served by route openai (routes[0].models[1])"});
+)");
+    CHECK(result.problems.empty());
+    REQUIRE(result.config.has_value());
+    CHECK(result.config->routes[1].models[1].upstream_model == "o3-2025");
+    // Twice in one route is still refused, after a listing in another route.
+    CHECK(problem_lines(R"(routes:
+  - {name: a, upstream: 'http://h', models: [m]}
+  - {name: b, upstream: 'http://h', models: [m, n, m]}
+)") == Lines{"routes[1].models[2]: model m is listed twice in this route (first at routes[1].models[0])"});
 }
 
 TEST_CASE("at most one route lists \"*\"") {

@@ -33,7 +33,7 @@ TEST_CASE("transport observations, section 5 rows 1 to 3", "[classify]") {
             {Transport::dropped_before_head, chat, C::network, true, T::none, "dropped-before-head"},
             {Transport::dropped_in_body, chat, C::network, true, T::none, "dropped-in-body"},
             {Transport::deadline_fired, chat, C::timeout, true, T::attempt_deadline, "turn-deadline"},
-            {Transport::stream_idle_fired, chat, C::timeout, true, T::attempt_deadline, "stream-idle"},
+            {Transport::stream_idle_fired, chat, C::timeout, true, T::stream_idle, "stream-idle"},
             // Every replayable endpoint replays every retryable class.
             {Transport::dropped_in_body, Endpoint::completions, C::network, true, T::none, "dropped-in-body"},
             {Transport::dropped_in_body, Endpoint::responses, C::network, true, T::none, "dropped-in-body"},
@@ -49,7 +49,7 @@ TEST_CASE("transport observations, section 5 rows 1 to 3", "[classify]") {
             {Transport::dropped_before_head, other, C::network, false, T::none, "other-endpoint"},
             {Transport::dropped_in_body, other, C::network, false, T::none, "other-endpoint"},
             {Transport::deadline_fired, other, C::timeout, false, T::attempt_deadline, "other-endpoint"},
-            {Transport::stream_idle_fired, other, C::timeout, false, T::attempt_deadline, "other-endpoint"},
+            {Transport::stream_idle_fired, other, C::timeout, false, T::stream_idle, "other-endpoint"},
         }));
     CAPTURE(to_string(transport), endpoint);
     const Classification c = classify(Observation{transport}, endpoint);

@@ -194,8 +194,11 @@ TEST_CASE("one decision per row", "[decision]") {
             {1, 0, Failure{C::timeout, true, T::attempt_deadline, 0, std::nullopt}, "default", 0, 0.0, V::deadline, B::deadline, 0, "deadline-passed"},
             {8, 51500, Failure{C::timeout, true, T::attempt_deadline, 0, std::nullopt}, "default", 0, 0.0, V::deadline, B::deadline, 0, "deadline-passed"},
             {1, 0, Failure{C::timeout, false, T::attempt_deadline, 0, std::nullopt}, "default", -3, 0.0, V::deadline, B::deadline, 0, "deadline-passed"},
-            // The stream-idle timer with time left is an ordinary retry.
-            {1, 0, Failure{C::timeout, true, T::attempt_deadline, 0, std::nullopt}, "default", 5000, 0.0, V::retry, B::none, 500, "backoff"},
+            // The stream-idle timer is no deadline cut: with time left an
+            // ordinary retry, without it ended before the wait.
+            {1, 0, Failure{C::timeout, true, T::stream_idle, 0, std::nullopt}, "default", 5000, 0.0, V::retry, B::none, 500, "backoff"},
+            {1, 0, Failure{C::timeout, true, T::stream_idle, 0, std::nullopt}, "default", 0, 0.0, V::deadline, B::deadline, 0, "deadline-before-wait"},
+            {8, 0, Failure{C::timeout, true, T::stream_idle, 0, std::nullopt}, "default", 0, 0.0, V::exhausted, B::max_attempts, 0, "attempts-bound"},
             // A provider timeout with no time left is judged by the bounds first.
             {8, 0, Failure{C::timeout, true, T::provider_timeout, 504, std::nullopt}, "default", 0, 0.0, V::exhausted, B::max_attempts, 0, "attempts-bound"},
             // Several would end the turn: the first in the order
@@ -309,4 +312,43 @@ TEST_CASE("failure_of carries a classification into the decision", "[decision]")
     CHECK(f.http_status == 504);
     CHECK(f.retry_after_ms == std::optional<std::int64_t>{1500});
     CHECK(failure_of(c, 504).retry_after_ms == std::nullopt);
+}
+
+// Section 13: a fall-over is immediate (wait 0) but bounded as a replay is.
+TEST_CASE("decide_fall_over: the attempts bound and the deadline, no wait", "[decision]") {
+    const Failure not_replayed{C::content_filter, false, T::none, 400, std::nullopt};
+    const Failure first_byte{C::timeout, true, T::first_byte, 0, std::nullopt};
+    const Failure cut{C::timeout, true, T::attempt_deadline, 0, std::nullopt};
+    auto [attempts, waited, failure, cfg_name, left, verdict, bound, rule] =
+        GENERATE_COPY(table<int, std::int64_t, Failure, std::string, std::int64_t, V, B, std::string>({
+            {1, 0, server(), "default", plenty, V::retry, B::none, "fallback"},
+            {7, 0, server(), "default", plenty, V::retry, B::none, "fallback"},
+            {1, 0, first_byte, "default", plenty, V::retry, B::none, "fallback"},
+            // Whether section 5 replays the class is no matter: it goes elsewhere.
+            {1, 0, not_replayed, "default", plenty, V::retry, B::none, "fallback"},
+            // No wait comes first: the summed-wait bound has nothing to stop.
+            {2, 60000, server(), "default", plenty, V::retry, B::none, "fallback"},
+            {2, 380000, throttle(), "default", plenty, V::retry, B::none, "fallback"},
+            // The deciding attempts bound: the throttled one for an HTTP 429.
+            {8, 0, server(), "default", plenty, V::exhausted, B::max_attempts, "attempts-bound"},
+            {8, 0, first_byte, "default", plenty, V::exhausted, B::max_attempts, "attempts-bound"},
+            {8, 0, throttle(), "default", plenty, V::retry, B::none, "fallback"},
+            {23, 0, throttle(), "default", plenty, V::retry, B::none, "fallback"},
+            {24, 0, throttle(), "default", plenty, V::exhausted, B::throttled_max_attempts, "attempts-bound"},
+            {10, 0, server(), "default", plenty, V::exhausted, B::max_attempts, "attempts-bound"},  // a 503 after 429s
+            // A cut by the turn deadline ends the turn first.
+            {1, 0, cut, "default", 0, V::deadline, B::deadline, "deadline-passed"},
+            {8, 0, cut, "default", -4, V::deadline, B::deadline, "deadline-passed"},
+            {1, 0, cut, "default", 5000, V::retry, B::none, "fallback"},
+            // The check before the send: min_attempt_ms must be left.
+            {1, 0, server(), "default", 1000, V::retry, B::none, "fallback"},
+            {1, 0, server(), "default", 999, V::deadline, B::deadline, "deadline-before-send"},
+            {1, 0, first_byte, "default", 0, V::deadline, B::deadline, "deadline-before-send"},
+            {8, 0, server(), "default", 0, V::exhausted, B::max_attempts, "attempts-bound"},
+            {1, 0, server(), "no-min-attempt", 1, V::retry, B::none, "fallback"},
+            {1, 0, server(), "no-min-attempt", 0, V::deadline, B::deadline, "deadline-before-send"},
+        }));
+    CAPTURE(attempts, waited, to_string(failure.cls), failure.http_status, cfg_name, left);
+    CHECK(decide_fall_over({attempts, waited}, failure, config(cfg_name), left) ==
+          Decision{verdict, bound, 0, rule});
 }

@@ -30,6 +30,9 @@ TEST_CASE("timeout sources have their record spelling", "[error_class]") {
         {TimeoutSource::none, "none"},
         {TimeoutSource::attempt_deadline, "attempt-deadline"},
         {TimeoutSource::provider_timeout, "provider-timeout"},
+        {TimeoutSource::stream_idle, "stream-idle"},
+        {TimeoutSource::first_byte, "first-byte"},
+        {TimeoutSource::first_token, "first-token"},
     }));
     CHECK(to_string(source) == spelling);
 }

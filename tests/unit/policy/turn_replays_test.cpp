@@ -160,3 +160,19 @@ TEST_CASE("turn replays: time left is measured from the deadline at the given ti
     CHECK(turn.attempts() == 0);
     CHECK(turn.waited_ms() == 0);
 }
+
+TEST_CASE("turn replays: a fall-over shares the turn's counter and adds no wait", "[turn-replays]") {
+    const RetryConfig config = with(small(), 3);
+    TurnReplays turn(config, at(2000));
+    turn.start_attempt();
+    CHECK(turn.fall_over(http(503), at(10)) == Decision{V::retry, B::none, 0, "fallback"});
+    turn.start_attempt();
+    const Decision replay = turn.after_failure(http(503), at(20), 0.0);
+    CHECK(replay == Decision{V::retry, B::none, 200, "backoff"});
+    turn.start_attempt();
+    // The third attempt meets max_attempts 3, elsewhere as here.
+    CHECK(turn.fall_over(http(503), at(300)) == Decision{V::exhausted, B::max_attempts, 0, "attempts-bound"});
+    CHECK(turn.waited_ms() == 200);
+    // Too little left of the deadline to send anywhere.
+    CHECK(turn.fall_over(http(429), at(1960)) == Decision{V::deadline, B::deadline, 0, "deadline-before-send"});
+}

@@ -44,6 +44,7 @@ AttemptRecord every_attempt_field() {
     r.delay_ms = 1500;
     r.remaining_ms = 298500;
     r.digest = "sha256:0123abcd";
+    r.candidate = 2;
     return r;
 }
 
@@ -79,7 +80,7 @@ TEST_CASE("an attempt record with every optional field empty pins its nulls", "[
     CHECK(to_json_line(AttemptRecord{}) ==
           R"({"event":"attempt","request_id":null,"route":null,"model":null,"attempt":1,"status":null,)"
           R"("class":null,"code":null,"timeout_source":null,"rule":null,"decision":null,"delay_ms":0,)"
-          R"("remaining_ms":0,"digest":null})"
+          R"("remaining_ms":0,"digest":null,"candidate":0})"
           "\n");
 }
 
@@ -96,7 +97,7 @@ TEST_CASE("an attempt record with every field set is pinned byte for byte", "[re
           R"({"event":"attempt","request_id":"req-7f3a","route":"openai","model":"gpt-4o-mini","attempt":3,)"
           R"("status":429,"class":"rate_limit","code":"rate_limited","timeout_source":"first_byte",)"
           R"("rule":"http-429","decision":"retry","delay_ms":1500,"remaining_ms":298500,)"
-          R"("digest":"sha256:0123abcd"})"
+          R"("digest":"sha256:0123abcd","candidate":2})"
           "\n");
 }
 
@@ -205,7 +206,7 @@ TEST_CASE("long ids that escape to twice and six times their size fit the line",
                                  repeat(R"(\")", 200) +
                                  R"(","attempt":1,"status":null,"class":null,"code":null,)"
                                  R"("timeout_source":null,"rule":null,"decision":"ok","delay_ms":0,)"
-                                 R"("remaining_ms":0,"digest":null})"
+                                 R"("remaining_ms":0,"digest":null,"candidate":0})"
                                  "\n");
 }
 
@@ -220,7 +221,7 @@ TEST_CASE("numbers at the int64 limits are written in full", "[records]") {
           R"({"event":"attempt","request_id":null,"route":null,"model":null,"attempt":-2147483648,)"
           R"("status":2147483647,"class":null,"code":null,"timeout_source":null,"rule":null,)"
           R"("decision":"ok","delay_ms":-9223372036854775808,"remaining_ms":9223372036854775807,)"
-          R"("digest":null})"
+          R"("digest":null,"candidate":0})"
           "\n");
 
     TurnRecord t;
@@ -263,4 +264,17 @@ TEST_CASE("the log writes the same lines, through a buffer that grows and is reu
     CHECK(read_all(path) == expected);
     CHECK(to_json_line(large).find(repeat(R"(\u001f)", 300)) != std::string::npos);
     std::remove(path);
+}
+
+TEST_CASE("a breaker record is one line with its route, model, states, reason and open time", "[records]") {
+    BreakerRecord r;
+    r.route = "azure-east";
+    r.model = "gpt-4o";
+    r.from = "closed";
+    r.to = "open";
+    r.reason = "consecutive";
+    r.open_ms = 5000;
+    CHECK(to_json_line(r) == R"({"event":"breaker","route":"azure-east","model":"gpt-4o","from":"closed",)"
+                             R"("to":"open","reason":"consecutive","open_ms":5000})"
+                             "\n");
 }

@@ -36,7 +36,8 @@ TEST_CASE("an attempt record is one JSON line with every section 10 field", "[re
     CHECK(o.at("delay_ms") == 1000);
     CHECK(o.at("remaining_ms") == 298000);
     CHECK(o.at("digest") == "sha256:ab");
-    CHECK(o.size() == 14);
+    CHECK(o.at("candidate") == 0);
+    CHECK(o.size() == 15);
 }
 
 TEST_CASE("a turn record counts provider_retries from attempts", "[records]") {
@@ -97,6 +98,6 @@ TEST_CASE("every kind of string value comes back from the line unchanged", "[rec
             CHECK(o.at("request_id").as_string() == v);
             CHECK(o.at("model").as_string() == v);
         }
-        CHECK(o.size() == 14);
+        CHECK(o.size() == 15);
     }
 }

@@ -134,6 +134,31 @@ TEST_CASE("models_list lists every client model name in file order", "[local_ans
           R"({"id":"claude","object":"model","created":0,"owned_by":"anthropic"}]})");
 }
 
+TEST_CASE("models_list lists a model served by several routes once, at its first route", "[local_answers]") {
+    // gpt-4o has three deployments (docs/behaviour.md section 13): openai, then
+    // azure-east, then azure-west; claude one.
+    config::Config c = two_routes_and_wildcard();
+    config::Route east;
+    east.name = "azure-east";
+    east.models = {model("gpt-4o", "gpt-4o-deployment"), model("o3", "o3")};
+    config::Route west;
+    west.name = "azure-west";
+    west.models = {model("o3", "o3"), model("gpt-4o", "gpt-4o"), model("claude", "claude-sonnet-4-5")};
+    c.routes.push_back(east);
+    c.routes.push_back(west);
+    const LocalAnswer list = models_list(c);
+    CHECK(list.status == 200);
+    CHECK(list.body ==
+          R"({"object":"list","data":[)"
+          R"({"id":"gpt-4o","object":"model","created":0,"owned_by":"openai"},)"
+          R"({"id":"fast","object":"model","created":0,"owned_by":"openai"},)"
+          R"({"id":"claude","object":"model","created":0,"owned_by":"anthropic"},)"
+          R"({"id":"o3","object":"model","created":0,"owned_by":"azure-east"}]})");
+    // The model object agrees with the list: the first route listing it.
+    CHECK(model_object(c, "gpt-4o").body == R"({"id":"gpt-4o","object":"model","created":0,"owned_by":"openai"})");
+    CHECK(model_object(c, "o3").body == R"({"id":"o3","object":"model","created":0,"owned_by":"azure-east"})");
+}
+
 TEST_CASE("models_list of a wildcard-only config is empty", "[local_answers]") {
     config::Config c;
     config::Route rest;

@@ -177,6 +177,7 @@ TEST_CASE("end_rule: the class of a break or an incomplete end", "[stream-rules]
           ErrorClass::network);
     const auto idle_cut = end_rule(published, broke(Transport::stream_idle_fired), Endpoint::chat_completions);
     CHECK(idle_cut.classification.cls == ErrorClass::timeout);
+    CHECK(idle_cut.classification.timeout_source == TimeoutSource::stream_idle);
     // max_stream_ms: stream-incomplete, its own rule.
     const auto capped = end_rule(published, broke(Transport::stream_idle_fired, true), Endpoint::chat_completions);
     CHECK(capped.classification ==

@@ -1,0 +1,176 @@
+#include "proxy/candidates.hpp"
+
+#include "proxy/metrics.hpp"
+
+#include <set>
+
+namespace modelproxy::proxy {
+
+CandidateStates& CandidateStates::process() {
+    static CandidateStates states;
+    return states;
+}
+
+std::string CandidateStates::key(const config::Route& route, std::string_view upstream_model,
+                                 std::string_view served) {
+    // NUL cannot occur in a route name, a URL or a model name from YAML or JSON text.
+    std::string k;
+    k.reserve(route.name.size() + route.upstream_url.size() + upstream_model.size() + served.size() + 3);
+    k.append(route.name).push_back('\0');
+    k.append(route.upstream_url).push_back('\0');
+    k.append(upstream_model).push_back('\0');
+    k.append(served);
+    return k;
+}
+
+std::shared_ptr<CandidateState> CandidateStates::get(const config::Route& route, std::string_view upstream_model) {
+    std::string k = key(route, upstream_model, "");
+    std::lock_guard lock(mutex_);
+    auto it = states_.find(k);
+    if (it != states_.end()) {
+        // A reload that changed only the breaker's settings keeps its state
+        // under the new settings.
+        std::lock_guard state_lock(it->second->mutex);
+        it->second->breaker.reconfigure(route.breaker);
+        return it->second;
+    }
+    auto state = std::make_shared<CandidateState>(route.breaker, route.name, std::string(upstream_model));
+    states_.emplace(std::move(k), state);
+    return state;
+}
+
+std::shared_ptr<CandidateState> CandidateStates::wildcard(const config::Route& route, std::string_view name) {
+    std::string k = key(route, name, "*");
+    std::lock_guard lock(mutex_);
+    if (auto at = wildcard_at_.find(k); at != wildcard_at_.end()) {
+        wildcard_order_.splice(wildcard_order_.begin(), wildcard_order_, at->second);
+        return states_.find(k)->second;
+    }
+    auto state = std::make_shared<CandidateState>(route.breaker, route.name, std::string(name));
+    states_.emplace(k, state);
+    wildcard_order_.push_front(k);
+    wildcard_at_.emplace(std::move(k), wildcard_order_.begin());
+    // The least recently used name goes: a turn still holding its state
+    // keeps it alive until it ends.
+    while (wildcard_order_.size() > max_wildcard_names) {
+        const std::string& oldest = wildcard_order_.back();
+        states_.erase(oldest);
+        wildcard_at_.erase(oldest);
+        wildcard_order_.pop_back();
+    }
+    return state;
+}
+
+void CandidateStates::prune() {
+    std::lock_guard lock(mutex_);
+    for (auto it = states_.begin(); it != states_.end();) {
+        // Held by this registry only, and not a catch-all name (those go by recency).
+        if (it->second.use_count() == 1 && !wildcard_at_.contains(it->first)) {
+            it = states_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void CandidateStates::count_fallback(std::string_view model, std::string_view to) {
+    std::lock_guard lock(mutex_);
+    ++fallbacks_[{std::string(model), std::string(to)}];
+}
+
+std::vector<std::pair<std::pair<std::string, std::string>, std::uint64_t>> CandidateStates::fallbacks() const {
+    std::lock_guard lock(mutex_);
+    return {fallbacks_.begin(), fallbacks_.end()};
+}
+
+std::string CandidateTable::render_metrics(const config::Config& config,
+                                           std::chrono::steady_clock::time_point now) const {
+    std::string out;
+    auto sample = [&out](std::string_view name, std::initializer_list<std::pair<std::string_view, std::string_view>> labels,
+                         std::uint64_t value) {
+        out.append(name).push_back('{');
+        bool first = true;
+        for (const auto& [label, text] : labels) {
+            if (!first) out.push_back(',');
+            first = false;
+            out.append(label).append("=\"").append(metrics::escape_label(text)).push_back('"');
+        }
+        out.append("} ").append(std::to_string(value)).push_back('\n');
+    };
+    // Each configured name's deployments, in config order: a breaker shared
+    // by several names shows under each.
+    struct Row {
+        std::string_view route, model;
+        CandidateState* state;
+    };
+    std::vector<Row> rows;
+    for (const config::Route& route : config.routes)
+        for (const config::Model& model : route.models)
+            for (const CandidateRef& c : models_.at(model.name).list)
+                if (&config.routes[c.route] == &route && c.model == &model) rows.push_back({route.name, model.name, c.state});
+    out += "# HELP modelproxy_breaker_state The circuit breaker of each deployment as this replica sees it: "
+           "0 closed, 1 open, 2 half-open.\n# TYPE modelproxy_breaker_state gauge\n";
+    for (const Row& r : rows) {
+        std::lock_guard lock(r.state->mutex);
+        const auto st = r.state->breaker.state(now);
+        sample("modelproxy_breaker_state", {{"route", r.route}, {"model", r.model}},
+               st == policy::BreakerState::closed ? 0 : st == policy::BreakerState::open ? 1 : 2);
+    }
+    out += "# HELP modelproxy_breaker_transitions_total Circuit breaker transitions, by the state entered.\n"
+           "# TYPE modelproxy_breaker_transitions_total counter\n";
+    static constexpr std::array<std::string_view, 3> to_names = {"closed", "open", "half-open"};
+    for (const Row& r : rows)
+        for (std::size_t i = 0; i < to_names.size(); ++i)
+            sample("modelproxy_breaker_transitions_total", {{"route", r.route}, {"model", r.model}, {"to", to_names[i]}},
+                   r.state->transitions[i].load(std::memory_order_relaxed));
+    out += "# HELP modelproxy_cooldowns_total Candidates put in cooldown by a 429, by route.\n"
+           "# TYPE modelproxy_cooldowns_total counter\n";
+    for (const config::Route& route : config.routes) {
+        std::uint64_t total = 0;
+        std::set<const CandidateState*> seen;
+        for (const Row& r : rows)
+            if (r.route == route.name && seen.insert(r.state).second) total += r.state->cooldowns.load(std::memory_order_relaxed);
+        sample("modelproxy_cooldowns_total", {{"route", route.name}}, total);
+    }
+    out += "# HELP modelproxy_fallbacks_total Turns that fell over to another candidate, by requested model and "
+           "the model moved to.\n# TYPE modelproxy_fallbacks_total counter\n";
+    for (const auto& [key, count] : CandidateStates::process().fallbacks())
+        if (models_.contains(key.first) && models_.contains(key.second))
+            sample("modelproxy_fallbacks_total", {{"model", key.first}, {"to", key.second}}, count);
+    return out;
+}
+
+void CandidateTable::build(const config::Config& config, CandidateStates& states) {
+    // Each named model's deployments, then its fallbacks' (fallbacks of a
+    // fallback are not followed: docs/behaviour.md section 13).
+    auto add_deployments = [&](ModelCandidates& into, std::string_view name) {
+        for (const config::Deployment& d : config::deployments_of(config, name)) {
+            const config::Route& route = config.routes[d.route];
+            const config::Model& model = route.models[d.model];
+            auto state = states.get(route, model.upstream_model);
+            into.list.push_back(CandidateRef{d.route, &model, model.name, state.get()});
+            held_.push_back(std::move(state));
+        }
+    };
+    for (const config::Route& route : config.routes) {
+        for (const config::Model& model : route.models) {
+            if (models_.contains(model.name)) continue;
+            ModelCandidates& entry = models_[model.name];
+            entry.policy = &config::model_policy(config, model.name);
+            add_deployments(entry, model.name);
+            entry.deployments = entry.list.size();
+            for (const std::string& fallback : entry.policy->fallbacks) add_deployments(entry, fallback);
+            if (entry.policy->balance == policy::Balance::weighted) {
+                entry.balance = std::make_unique<ModelCandidates::Balance>();
+                entry.balance->current.assign(entry.deployments, 0);
+            }
+        }
+    }
+}
+
+const ModelCandidates* CandidateTable::find(std::string_view client_model) const {
+    auto it = models_.find(client_model);
+    return it == models_.end() ? nullptr : &it->second;
+}
+
+}  // namespace modelproxy::proxy

@@ -1,0 +1,122 @@
+// The candidates of docs/behaviour.md section 13 as the turn meets them: each
+// client model's list (its deployments, then its fallbacks' deployments), per
+// config generation, and each candidate's process-wide state (its breaker,
+// its cooldown after a 429, its turns in flight), shared by every worker and
+// kept across a reload for a candidate whose route name, upstream and
+// upstream model are unchanged. The decisions are policy/'s (breaker.hpp,
+// candidates.hpp); this file holds their state under locks.
+#pragma once
+
+#include "config/config.hpp"
+#include "policy/breaker.hpp"
+#include "policy/candidates.hpp"
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace modelproxy::proxy {
+
+// One candidate's state in this replica. The breaker and the cooldown under
+// `mutex`; `inflight` without one.
+struct CandidateState {
+    using Time = std::chrono::steady_clock::time_point;
+
+    CandidateState(const policy::BreakerConfig& config, std::string route_name, std::string model_name)
+        : breaker(config), route(std::move(route_name)), model(std::move(model_name)) {}
+
+    std::mutex mutex;
+    policy::Breaker breaker;
+    Time cooldown_until{};
+    std::atomic<int> inflight{0};  // turns sending to or waiting for this candidate
+    // modelproxy_breaker_transitions_total by `to` (closed, open, half-open),
+    // and modelproxy_cooldowns_total.
+    std::array<std::atomic<std::uint64_t>, 3> transitions{};
+    std::atomic<std::uint64_t> cooldowns{0};
+    const std::string route;        // for the breaker's records and metrics
+    const std::string model;        // the upstream model (on the "*" route: the served name)
+};
+
+// A candidate of a model's list: routes[route], serving `client_model`
+// through `model` (nullptr on the "*" route).
+struct CandidateRef {
+    std::size_t route = 0;
+    const config::Model* model = nullptr;
+    std::string_view client_model;  // the name this candidate serves (the config's, or the request's on "*")
+    CandidateState* state = nullptr;
+};
+
+// One client model's candidates in one config generation.
+struct ModelCandidates {
+    const config::ModelPolicy* policy = nullptr;
+    std::vector<CandidateRef> list;  // its deployments in config order, then each fallback's
+    std::size_t deployments = 0;     // how many of `list` are the model's own
+    // weighted balance: smooth weighted round-robin's current weights, one
+    // per deployment, under `mutex` (shared by the workers).
+    struct Balance {
+        std::mutex mutex;
+        std::vector<std::int64_t> current;
+    };
+    std::unique_ptr<Balance> balance;
+};
+
+// Every candidate state of the process, by (route name, upstream, upstream
+// model). A config generation takes its states here
+// (Runtime::build), so a reload finds the unchanged ones as they were; the
+// "*" route's states are made per served name as turns meet them, at most
+// 256 per route, the least recently used dropped.
+class CandidateStates {
+public:
+    static CandidateStates& process();
+
+    // The state of (route, upstream model): every client name served
+    // through it shares one breaker.
+    std::shared_ptr<CandidateState> get(const config::Route& route, std::string_view upstream_model);
+    // The "*" route's state for `name` (kept with a recency order).
+    std::shared_ptr<CandidateState> wildcard(const config::Route& route, std::string_view name);
+    // After a reload: states no generation holds any more are dropped.
+    void prune();
+    // modelproxy_fallbacks_total{model,to}: a turn for `model` fell over to
+    // a candidate serving `to` (both configured names).
+    void count_fallback(std::string_view model, std::string_view to);
+    std::vector<std::pair<std::pair<std::string, std::string>, std::uint64_t>> fallbacks() const;
+
+private:
+    static std::string key(const config::Route& route, std::string_view upstream_model, std::string_view served);
+
+    mutable std::mutex mutex_;
+    std::map<std::string, std::shared_ptr<CandidateState>, std::less<>> states_;
+    std::map<std::pair<std::string, std::string>, std::uint64_t> fallbacks_;
+    std::list<std::string> wildcard_order_;  // most recently used first
+    std::unordered_map<std::string, std::list<std::string>::iterator> wildcard_at_;
+    static constexpr std::size_t max_wildcard_names = 256;
+};
+
+// The candidate lists of one config generation, by client model name.
+class CandidateTable {
+public:
+    void build(const config::Config& config, CandidateStates& states);
+    // The model's candidates; nullptr for a name no route lists by name.
+    const ModelCandidates* find(std::string_view client_model) const;
+    // The states this generation holds (kept alive while it runs).
+    const std::vector<std::shared_ptr<CandidateState>>& states() const { return held_; }
+    // The /metrics families of docs/behaviour.md section 13 (breaker state
+    // and transitions, fallbacks, cooldowns), as this replica sees them at `now`.
+    std::string render_metrics(const config::Config& config, std::chrono::steady_clock::time_point now) const;
+
+private:
+    std::unordered_map<std::string_view, ModelCandidates> models_;
+    std::vector<std::shared_ptr<CandidateState>> held_;
+};
+
+}  // namespace modelproxy::proxy
