@@ -22,7 +22,8 @@ namespace {
 
 constexpr auto bound = 5s;
 
-// `max_attempts` 1 unless given: a fall-over is an attempt too (one counter per turn).
+// `max_attempts` (and the throttled bound) 1 unless given: a fall-over is an
+// attempt too (one counter per turn).
 std::string route(std::string_view name, const FakeProvider& fake, std::string_view models,
                   std::string_view breaker, int max_attempts = 1) {
     std::string yaml = "  - name: ";
@@ -30,7 +31,8 @@ std::string route(std::string_view name, const FakeProvider& fake, std::string_v
     yaml += "\n    upstream: " + fake.base_url("/v1") + "\n    models: ";
     yaml += models;
     yaml += "\n    retry: {base_delay_ms: 5, max_delay_ms: 20, min_attempt_ms: 10, max_attempts: " +
-            std::to_string(max_attempts) + ", throttled_max_attempts: 1}\n    breaker: ";
+            std::to_string(max_attempts) + ", throttled_max_attempts: " + std::to_string(max_attempts) +
+            "}\n    breaker: ";
     yaml += breaker;
     yaml += "\n";
     return yaml;
@@ -233,4 +235,25 @@ TEST_CASE("fail_fast: a half-open that fits in the deadline is waited for, and t
     const auto transitions = breaker_records(*proxy);
     CHECK(transitions[1].str("to") == "half-open");
     CHECK(transitions[2].str("reason") == "probe-ok");
+}
+
+TEST_CASE("/metrics counts the breaker's transitions, the fall-overs and the cooldowns", "[breaker][metrics]") {
+    FakeProvider primary, backup;
+    primary.push(Script::json(429, R"({"error":{"message":"slow","type":"requests","code":"rate_limit_exceeded"}})",
+                              {{"Retry-After", "0"}}));
+    primary.set_default(Script::json(503, server_error));
+    backup.set_default(Script::json(200, chat_answer("gpt-4o-mini")));
+    auto proxy = start_proxy(primary_and_fallback(
+        primary, backup, "{consecutive_failures: 1, open_ms: 60000, max_open_ms: 60000}"));
+    // A 429 (falls over, cooldown of 0 s), then a 503 (falls over, opens the breaker).
+    for (int i = 0; i < 2; ++i) REQUIRE(proxy->client().post_json("/v1/chat/completions", chat("gpt-4o")).ok());
+    REQUIRE(proxy->wait_for_records("breaker", 1, bound));
+    const std::string text = proxy->client().get("/metrics").body;
+    CAPTURE(text);
+    CHECK(metric_value(text, R"(modelproxy_fallbacks_total{model="gpt-4o",to="gpt-4o-mini"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_cooldowns_total{route="east"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_cooldowns_total{route="west"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_breaker_transitions_total{route="east",model="gpt-4o",to="open"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_breaker_state{route="east",model="gpt-4o"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_breaker_state{route="west",model="gpt-4o-mini"})") == 0);
 }

@@ -308,3 +308,51 @@ TEST_CASE("a stream that published answer text never falls over", "[fallback]") 
     CHECK(r.body.find("[DONE]") == std::string::npos);
     CHECK(backup.request_count() == 0);
 }
+
+TEST_CASE("each candidate's answer is checked against its own accept list", "[fallback]") {
+    FakeProvider primary, backup;
+    primary.set_default(Script::json(503, server_error));
+    const std::string yaml = "routes:\n" + route("east", primary, "[gpt-4o]") +
+                             route("west", backup, "[{name: gpt-4o-mini, accept: [gpt-4o-mini]}]") +
+                             "models:\n  - name: gpt-4o\n    attempts_per_candidate: 1\n    fallbacks: [gpt-4o-mini]\n";
+    auto proxy = start_proxy(yaml);
+    SECTION("the fallback answers as itself: passed on") {
+        backup.set_default(Script::json(200, chat_answer("gpt-4o-mini")));
+        const Response r = proxy->client().post_json("/v1/chat/completions", chat("gpt-4o"));
+        REQUIRE(r.ok());
+        CHECK(r.status == 200);
+        CHECK(r.header("x-modelproxy-model") == "gpt-4o-mini");
+    }
+    SECTION("the fallback answers with the requested model's name: refused") {
+        backup.set_default(Script::json(200, chat_answer("gpt-4o")));
+        const Response r = proxy->client().post_json("/v1/chat/completions", chat("gpt-4o"));
+        REQUIRE(r.ok());
+        CHECK(r.status == 502);
+        CHECK(r.body.find("model_identity_mismatch") != std::string::npos);
+    }
+}
+
+TEST_CASE("a head the hold limit sent names the first deployment, and a comment names the candidate that answers",
+          "[fallback][timers]") {
+    FakeProvider primary, backup;
+    primary.set_default(Script().hang());
+    backup.set_default(Script::sse({role("gpt-4o-mini"), text("gpt-4o-mini", "there"), done}));
+    const std::string yaml = "routes:\n" +
+                             route("east", primary, "[gpt-4o]",
+                                   "    first_byte_timeout_ms: 400\n    stream_head_hold_ms: 50\n") +
+                             route("west", backup, "[gpt-4o-mini]") +
+                             "models:\n  - name: gpt-4o\n    fallbacks: [gpt-4o-mini]\n";
+    auto proxy = start_proxy(yaml);
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat("gpt-4o", true));
+    CAPTURE(r.wire);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.header("x-modelproxy-model") == "gpt-4o");
+    CHECK(r.header("x-modelproxy-route") == "east");
+    const auto comment = r.body.find(": x-modelproxy-model gpt-4o-mini west\n\n");
+    const auto first_event = r.body.find("data:");
+    REQUIRE(comment != std::string::npos);
+    REQUIRE(first_event != std::string::npos);
+    CHECK(comment < first_event);
+    CHECK(r.body.find("there") != std::string::npos);
+}
