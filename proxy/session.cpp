@@ -312,8 +312,8 @@ Task<void> Session::run() {
             continue;
         }
         // A forwarded request goes straight to its turn; only the proxy's own
-        // answers go through answer_reply. One coroutine less per turn (issue
-        // 7: a coroutine awaited costs its frame and two resumptions).
+        // answers go through answer_reply. One coroutine less per turn: a
+        // coroutine awaited costs its frame and two resumptions.
         bool stays_open = false;
         {
             Reply reply = prepare(worker_.shared(), worker_.runtime(), slot.head, slot.fields, slot.admission,
