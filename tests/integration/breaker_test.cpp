@@ -257,3 +257,50 @@ TEST_CASE("/metrics counts the breaker's transitions, the fall-overs and the coo
     CHECK(metric_value(text, R"(modelproxy_breaker_state{route="east",model="gpt-4o"})") == 1);
     CHECK(metric_value(text, R"(modelproxy_breaker_state{route="west",model="gpt-4o-mini"})") == 0);
 }
+
+TEST_CASE("the failure ratio opens the breaker once min_attempts counted attempts are in the window",
+          "[breaker]") {
+    FakeProvider fake;
+    for (int i = 0; i < 2; ++i) {
+        fake.push(Script::json(200, chat_answer("gpt-4o")));
+        fake.push(Script::json(503, server_error));
+    }
+    auto proxy = start_proxy(
+        "routes:\n" +
+        route("solo", fake, "[gpt-4o]", "{consecutive_failures: 1000, failure_ratio: 0.5, min_attempts: 4, window_ms: 60000}"));
+    for (int i = 0; i < 3; ++i) REQUIRE(proxy->client().post_json("/v1/chat/completions", chat("gpt-4o")).ok());
+    REQUIRE(proxy->wait_for_records("turn", 3, bound));
+    CHECK(breaker_records(*proxy).empty());  // 1 failure in 3: under min_attempts
+    REQUIRE(proxy->client().post_json("/v1/chat/completions", chat("gpt-4o")).ok());
+    REQUIRE(proxy->wait_for_records("breaker", 1, bound));
+    const auto transitions = breaker_records(*proxy);
+    REQUIRE(transitions.size() == 1);
+    CHECK(transitions[0].str("to") == "open");
+    CHECK(transitions[0].str("reason") == "ratio");
+}
+
+TEST_CASE("a first-token timeout falls over but never counts against the slow candidate's breaker",
+          "[breaker][timers]") {
+    FakeProvider primary, backup;
+    SseOptions slow;
+    slow.delay = 80ms;
+    primary.set_default(Script::sse({": keep-alive\n\n", ": keep-alive\n\n", ": keep-alive\n\n", ": keep-alive\n\n",
+                                     "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o\","
+                                     "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"late\"}}]}\n\n",
+                                     "data: [DONE]\n\n"},
+                                    slow));
+    backup.set_default(Script::sse({"data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o-mini\","
+                                    "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"quick\"}}]}\n\n",
+                                    "data: [DONE]\n\n"}));
+    auto proxy = start_proxy(primary_and_fallback(primary, backup,
+                                                  "{consecutive_failures: 1}\n    first_token_timeout_ms: 100"));
+    const std::string body = R"({"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]})";
+    for (int i = 0; i < 2; ++i) {
+        const Response r = proxy->client().post_json("/v1/chat/completions", body);
+        REQUIRE(r.ok());
+        CHECK(r.body.find("quick") != std::string::npos);
+    }
+    REQUIRE(proxy->wait_for_records("turn", 2, bound));
+    CHECK(primary.request_count() == 2);  // still closed: the second turn tried it again
+    CHECK(breaker_records(*proxy).empty());
+}
