@@ -83,6 +83,14 @@ std::vector<std::pair<std::pair<std::string, std::string>, std::uint64_t>> Candi
     return {fallbacks_.begin(), fallbacks_.end()};
 }
 
+std::vector<std::shared_ptr<CandidateState>> CandidateStates::wildcard_states() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<CandidateState>> out;
+    for (const auto& [k, state] : states_)
+        if (wildcard_at_.contains(k)) out.push_back(state);
+    return out;
+}
+
 std::string CandidateTable::render_metrics(const config::Config& config,
                                            std::chrono::steady_clock::time_point now) const {
     std::string out;
@@ -116,6 +124,32 @@ std::string CandidateTable::render_metrics(const config::Config& config,
         sample("modelproxy_breaker_state", {{"route", r.route}, {"model", r.model}},
                st == policy::BreakerState::closed ? 0 : st == policy::BreakerState::open ? 1 : 2);
     }
+    // The catch-all's breakers, one per served name, under model "*" (the
+    // names are the clients'): open when any is open, else half-open when
+    // any is, else closed; their transitions summed.
+    struct Wildcard {
+        std::string_view route;
+        int state = 0;
+        std::array<std::uint64_t, 3> to{};
+    };
+    std::vector<Wildcard> wildcards;
+    for (const config::Route& route : config.routes)
+        if (route.wildcard) wildcards.push_back({route.name});
+    if (!wildcards.empty()) {
+        for (const auto& state : CandidateStates::process().wildcard_states()) {
+            for (Wildcard& w : wildcards) {
+                if (w.route != state->route) continue;
+                std::lock_guard lock(state->mutex);
+                const auto st = state->breaker.state(now);
+                if (st == policy::BreakerState::open) w.state = 1;
+                if (st == policy::BreakerState::half_open && w.state == 0) w.state = 2;
+                for (std::size_t i = 0; i < w.to.size(); ++i)
+                    w.to[i] += state->transitions[i].load(std::memory_order_relaxed);
+            }
+        }
+        for (const Wildcard& w : wildcards)
+            sample("modelproxy_breaker_state", {{"route", w.route}, {"model", "*"}}, static_cast<std::uint64_t>(w.state));
+    }
     out += "# HELP modelproxy_breaker_transitions_total Circuit breaker transitions, by the state entered.\n"
            "# TYPE modelproxy_breaker_transitions_total counter\n";
     static constexpr std::array<std::string_view, 3> to_names = {"closed", "open", "half-open"};
@@ -123,6 +157,10 @@ std::string CandidateTable::render_metrics(const config::Config& config,
         for (std::size_t i = 0; i < to_names.size(); ++i)
             sample("modelproxy_breaker_transitions_total", {{"route", r.route}, {"model", r.model}, {"to", to_names[i]}},
                    r.state->transitions[i].load(std::memory_order_relaxed));
+    for (const Wildcard& w : wildcards)
+        for (std::size_t i = 0; i < to_names.size(); ++i)
+            sample("modelproxy_breaker_transitions_total", {{"route", w.route}, {"model", "*"}, {"to", to_names[i]}},
+                   w.to[i]);
     out += "# HELP modelproxy_cooldowns_total Candidates put in cooldown by a 429, by route.\n"
            "# TYPE modelproxy_cooldowns_total counter\n";
     for (const config::Route& route : config.routes) {

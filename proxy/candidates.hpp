@@ -90,6 +90,8 @@ public:
     // a candidate serving `to` (both configured names).
     void count_fallback(std::string_view model, std::string_view to);
     std::vector<std::pair<std::pair<std::string, std::string>, std::uint64_t>> fallbacks() const;
+    // The "*" routes' per-name states now held.
+    std::vector<std::shared_ptr<CandidateState>> wildcard_states() const;
 
 private:
     static std::string key(const config::Route& route, std::string_view upstream_model, std::string_view served);

@@ -254,8 +254,10 @@ TEST_CASE("after known turns /metrics moved by exactly what the records say", "[
     // The only model label values are configured names (the breaker
     // families of docs/behaviour.md section 13).
     const std::string configured = "model=\"gpt-4o-mini\"";
+    const std::string catch_all = "model=\"*\"";
     for (auto at = text.find("model=\""); at != std::string::npos; at = text.find("model=\"", at + 1))
-        CHECK(text.compare(at, configured.size(), configured) == 0);
+        CHECK((text.compare(at, configured.size(), configured) == 0 || text.compare(at, catch_all.size(), catch_all) == 0));
+    CHECK(text.find("modelproxy_breaker_state{route=\"any\",model=\"*\"} 0") != std::string::npos);
     CHECK(text.find("modelproxy_breaker_state{route=\"fake\",model=\"gpt-4o-mini\"} 0") != std::string::npos);
 
     check_with_promtool(text);
