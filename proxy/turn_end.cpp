@@ -65,6 +65,10 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
 
 void TurnRun::record_end(const EndRecord& e) {
     if (e.with_attempt) settle_recorded(e.attempt_status, e.classification, e.decision);
+    // The turn waits for its candidate no more: it leaves the in-flight count
+    // before the client has its last bytes, so a client's next turn finds
+    // the count without it (weighted balance).
+    leave_candidate();
     const auto now = clock_.now();
     const TurnRecord turn = turn_record(e.outcome, e.status, e.error_class, e.code, e.bound, published(), now);
     if (e.with_attempt) {
@@ -273,6 +277,7 @@ std::optional<bool> TurnRun::answer_success(Attempt& a, const std::string& body,
     if (!keep_alive()) head.add("connection", "close");
     const int status = static_cast<int>(ex.head().result_int());
     settle(policy::BreakerFacts{.ok_2xx = true});
+    leave_candidate();  // before the answer goes out, as in record_end
     if (ex.reusable()) give_back(a, now);  // destroys the exchange: `ex` is not used after this
     start_answering();
     const AttemptRecord attempt = attempt_record(status, nullptr, "", "ok", 0, now);
