@@ -8,6 +8,7 @@
 // can be judged alone (`doctor` reads none).
 #pragma once
 
+#include "policy/admission.hpp"
 #include "policy/breaker.hpp"
 #include "policy/candidates.hpp"
 #include "policy/retry_config.hpp"
@@ -92,6 +93,7 @@ struct Route {
     std::vector<Model> models;           // the "*" entry is not in here
     bool wildcard = false;               // lists "*"
     policy::RetryConfig retry;           // catalog merged with the route's override
+    policy::AdmissionConfig admission;   // catalog merged with the route's override (section 14)
     std::optional<std::string> api_key;  // filled by resolve_environment; nullopt = pass client credentials through
 };
 
@@ -113,6 +115,7 @@ struct Config {
     Limits limits;
     Clients clients;
     policy::RetryConfig retry;           // the catalog
+    policy::AdmissionConfig admission;   // the catalog (section 14)
     Boundary boundary;
     std::vector<Route> routes;
     std::vector<ModelPolicy> models;     // the `models` block, in file order

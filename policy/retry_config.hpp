@@ -18,6 +18,10 @@ struct RetryConfig {
     std::int64_t throttled_max_total_delay_ms = 380000;
     Jitter jitter = Jitter::none;
     std::int64_t min_attempt_ms = 1000;             // no retry starts with less time than this left
+    // The retry budget (section 14), per candidate: replays in flight at
+    // most max(budget_min_concurrency, budget_ratio x turns in flight on it).
+    double budget_ratio = 0.2;                      // (0..1)
+    int budget_min_concurrency = 3;                 // (0..10000)
 };
 
 }  // namespace modelproxy::policy
