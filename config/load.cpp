@@ -1,6 +1,6 @@
 // load_config: the document, listen, workers, limits, clients, the retry
-// catalog and boundary. Routes are in routes.cpp, the models block in
-// models_block.cpp.
+// catalog and boundary. The admission catalog is read by admission.cpp,
+// routes in routes.cpp, the models block in models_block.cpp.
 #include "config/config.hpp"
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
@@ -141,6 +141,18 @@ void read_document(const YAML::Node& root, Config& config, Problems& problems) {
         MapReader reader(*retry, "retry", "retry", problems);
         read_retry(reader, config.retry);
         check_delays(reader, config.retry, problems);
+        check_budget(reader, config.retry, problems);
+    }
+    std::optional<YAML::Node> queue_timeout;
+    if (const YAML::Node* admission = top.find("admission");
+        admission != nullptr && expect_map(*admission, "admission", problems)) {
+        MapReader reader(*admission, "admission", "admission", problems);
+        read_admission(reader, config.admission, problems);
+        check_limits(reader, config.admission, problems);
+        if (const YAML::Node* value = reader.find("queue_timeout_ms");
+            value != nullptr && !problems.has("admission.queue_timeout_ms")) {
+            queue_timeout = *value;
+        }
     }
     if (const YAML::Node* boundary = top.find("boundary")) {
         read_boundary(*boundary, config.boundary, problems);
@@ -149,7 +161,7 @@ void read_document(const YAML::Node& root, Config& config, Problems& problems) {
     if (routes == nullptr) {
         top.problem("routes", "is required (list at least one route)");
     } else {
-        config.routes = read_routes(*routes, config.retry, problems);
+        config.routes = read_routes(*routes, Catalogs{config.retry, config.admission, queue_timeout}, problems);
     }
     if (const YAML::Node* models = top.find("models")) {
         // Without a list of routes, every name would be "not listed": one
@@ -180,6 +192,8 @@ void read_retry(MapReader& reader, policy::RetryConfig& retry) {
         }
     }
     reader.integer("min_attempt_ms", retry.min_attempt_ms);
+    reader.decimal("budget_ratio", retry.budget_ratio);
+    reader.integer("budget_min_concurrency", retry.budget_min_concurrency);
 }
 
 void check_delays(const MapReader& reader, const policy::RetryConfig& retry, Problems& problems) {
@@ -204,6 +218,33 @@ void check_delays(const MapReader& reader, const policy::RetryConfig& retry, Pro
         problems.add(*reader.find("max_delay_ms"), reader.path_of("max_delay_ms"),
                      "must be >= base_delay_ms (" + std::to_string(retry.base_delay_ms) + "), got " +
                          std::to_string(retry.max_delay_ms));
+    }
+}
+
+void check_budget(const MapReader& reader, const policy::RetryConfig& retry, Problems& problems) {
+    const bool has_minimum = reader.has("budget_min_concurrency");
+    const bool has_ratio = reader.has("budget_ratio");
+    if (!has_minimum && !has_ratio) {
+        return;  // nothing set here; the catalog was checked on its own
+    }
+    for (const char* key : {"budget_ratio", "budget_min_concurrency"}) {
+        if (problems.has(reader.path_of(key)) || problems.has(join_key("retry", key))) {
+            return;
+        }
+    }
+    // A minimum of 0 with a ratio above 0 gives a candidate with one turn in
+    // flight no replay at all (docs/behaviour.md section 14).
+    if (retry.budget_min_concurrency > 0 || retry.budget_ratio <= 0) {
+        return;
+    }
+    if (has_minimum) {
+        problems.add(*reader.find("budget_min_concurrency"), reader.path_of("budget_min_concurrency"),
+                     "must be at least 1 while budget_ratio is above 0 (a lone client would get no replays); "
+                     "set both to 0 to turn replays off");
+    } else {
+        problems.add(*reader.find("budget_ratio"), reader.path_of("budget_ratio"),
+                     "must be 0 while budget_min_concurrency is 0 (a lone client would get no replays); "
+                     "set budget_min_concurrency to at least 1, or leave both 0 to turn replays off");
     }
 }
 

@@ -1,12 +1,14 @@
 // The pieces of load_config shared between load.cpp (the document, limits,
 // clients, the retry catalog, boundary), routes.cpp (routes and their
-// models), route_outage.cpp (a route's section 13 keys) and models_block.cpp
-// (the top-level `models` block). Internal to config/.
+// models), route_outage.cpp (a route's section 13 keys), admission.cpp (the
+// `admission` catalog and a route's override, section 14) and
+// models_block.cpp (the top-level `models` block). Internal to config/.
 #pragma once
 
 #include "config/config.hpp"
 #include "config/yaml_reader.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace modelproxy::config::detail {
@@ -20,9 +22,40 @@ void read_retry(MapReader& reader, policy::RetryConfig& retry);
 // Skipped when either value was refused already.
 void check_delays(const MapReader& reader, const policy::RetryConfig& retry, Problems& problems);
 
+// budget_min_concurrency >= 1 while budget_ratio > 0 (docs/behaviour.md
+// section 14), on the values merged into `retry`. As check_delays: the
+// problem goes on whichever of the two keys `reader` holds
+// (budget_min_concurrency first); skipped when it holds neither or either
+// value was refused.
+void check_budget(const MapReader& reader, const policy::RetryConfig& retry, Problems& problems);
+
+// The top-level catalogs each route starts from.
+struct Catalogs {
+    policy::RetryConfig retry;
+    policy::AdmissionConfig admission;
+    // The admission catalog's queue_timeout_ms node, when it wrote a valid
+    // one: a route that does not override it is judged against it there.
+    std::optional<YAML::Node> queue_timeout;
+};
+
 // The `routes:` list, with every per-route and cross-route rule of docs/behaviour.md
-// section 3. `catalog` is the top-level retry, merged into each route.
-std::vector<Route> read_routes(const YAML::Node& list, const policy::RetryConfig& catalog, Problems& problems);
+// section 3. Each route starts from the catalogs and merges its overrides.
+std::vector<Route> read_routes(const YAML::Node& list, const Catalogs& catalogs, Problems& problems);
+
+// Reads the keys of an `admission:` map (the catalog or a route's override)
+// over the values already in `admission`; `backpressure` key by key.
+void read_admission(MapReader& reader, policy::AdmissionConfig& admission, Problems& problems);
+
+// min_limit <= initial_limit <= max_limit on the values merged into
+// `admission`. One problem at most, for the first broken pair (min/max,
+// min/initial, initial/max) of which `reader` holds a key, on the lower key
+// when it holds it, else on the higher; skipped when a value was refused.
+void check_limits(const MapReader& reader, const policy::AdmissionConfig& admission, Problems& problems);
+
+// A route's `admission`: the catalog merged with its override, the limits'
+// order, and queue_timeout_ms (0, or at most the route's timeout_ms, read
+// before) judged where it was written.
+void read_route_admission(MapReader& route_reader, Route& route, const Catalogs& catalogs, Problems& problems);
 
 // A route's weight, first-byte and first-token timers (0 or at most its
 // timeout_ms, read before) and breaker (docs/behaviour.md section 13).

@@ -38,6 +38,19 @@ constexpr std::string_view rules = R"(
 - `min_attempt_ms < timeout_ms` for each route, using the route's merged retry.
   The problem names `routes[i].retry.min_attempt_ms` when the route overrides
   it, else `routes[i].timeout_ms`.
+- `retry.budget_min_concurrency` is at least 1 while `retry.budget_ratio` is
+  above 0, in the catalog and in each route's merged retry (both 0 turn
+  replays off). The problem names `budget_min_concurrency` when the map that
+  breaks the rule sets it, else `budget_ratio`.
+- `admission.min_limit <= initial_limit <= max_limit`, in the catalog and in
+  each route's merged admission. One problem per map, for the first broken
+  pair (min/max, min/initial, initial/max) the map sets a key of: on the lower
+  key when the map sets it, else on the higher.
+- `admission.queue_timeout_ms` is 0 or at most the `timeout_ms` of each route
+  it applies to. The problem names `routes[i].admission.queue_timeout_ms`
+  when the route overrides it, else `admission.queue_timeout_ms` (naming the
+  route's `timeout_ms`). The default is not judged against `timeout_ms`: the
+  turn deadline bounds the wait anyway.
 - At least one route; route names are unique.
 - A client model name appears at most once in a route; the second occurrence
   is the one reported. Several routes may list the same name: they are its
@@ -180,6 +193,23 @@ above the turn deadline; a `first_token_timeout_ms` that never applies (the
 last candidate, or `timeout` not in `fallback_on`); and a `max_attempts` that
 ends a turn before its last candidate when each earlier candidate takes
 `attempts_per_candidate` attempts.
+
+## Retry budget and admission (docs/behaviour.md section 14)
+
+Both are set in the top-level `retry` and `admission` catalogs; a route's
+`retry` and `admission` override any key, and its `admission.backpressure`
+overrides key by key. The retry budget is always on; admission only with
+`admission.enabled: true`. `modelproxy doctor` prints two lines for each
+route after its retry envelope, and `--json` carries the same values in each
+route's `retry_budget` and `admission` objects:
+
+    route openai: timeout_ms 300000, min_attempt_ms 1000, jitter none
+      ...
+      retry budget: budget_ratio 0.2, budget_min_concurrency 3 (replays in flight to a candidate at most max(3, 0.2 x its turns in flight))
+      admission: on, initial_limit 64, min_limit 1, max_limit 1024, decrease 0.7, backpressure rate-limit 1 overload 3 server 0, queue_timeout_ms 5000, pacing on rate-limit headers yes
+
+`retry budget: replays off` when both budget keys are 0, and `admission:
+off` when it is not enabled.
 
 ## At startup and in `check` (after `--listen` and `--workers`)
 

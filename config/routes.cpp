@@ -1,6 +1,7 @@
-// The `routes:` list: each route's keys, its models, its retry override, and
-// the rules across routes (unique names, one "*"). A model name may appear in
-// several routes: those are its deployments (docs/behaviour.md section 13).
+// The `routes:` list: each route's keys, its models, its retry override (its
+// admission override is in admission.cpp), and the rules across routes
+// (unique names, one "*"). A model name may appear in several routes: those
+// are its deployments (docs/behaviour.md section 13).
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
 
@@ -24,7 +25,7 @@ struct RouteNameSite {
 
 class RoutesReader {
 public:
-    RoutesReader(const policy::RetryConfig& catalog, Problems& problems) : catalog_(catalog), problems_(problems) {}
+    RoutesReader(const Catalogs& catalogs, Problems& problems) : catalogs_(catalogs), problems_(problems) {}
 
     std::optional<Route> read(const YAML::Node& node, std::size_t index);
 
@@ -42,7 +43,7 @@ private:
                         const Route& route);
     void read_retry_override(MapReader& reader, Route& route);
 
-    const policy::RetryConfig& catalog_;
+    const Catalogs& catalogs_;
     Problems& problems_;
     std::vector<ModelSite> models_;
     std::vector<RouteNameSite> names_;
@@ -353,13 +354,14 @@ void RoutesReader::read_models(MapReader& reader, Route& route, std::size_t inde
 }
 
 void RoutesReader::read_retry_override(MapReader& route_reader, Route& route) {
-    route.retry = catalog_;
+    route.retry = catalogs_.retry;
     const YAML::Node* node = route_reader.find("retry");
     const std::string path = route_reader.path_of("retry");
     if (node != nullptr && expect_map(*node, path, problems_)) {
         MapReader reader(*node, path, "retry", problems_);
         read_retry(reader, route.retry);
         check_delays(reader, route.retry, problems_);
+        check_budget(reader, route.retry, problems_);
     }
     // min_attempt_ms < timeout_ms, with the route's merged retry. The problem
     // goes on the key this route set; a refused value is not judged again.
@@ -404,12 +406,13 @@ std::optional<Route> RoutesReader::read(const YAML::Node& node, std::size_t inde
     read_route_outage(reader, route, problems_);
     read_models(reader, route, index);
     read_retry_override(reader, route);
+    read_route_admission(reader, route, catalogs_, problems_);
     return route;
 }
 
 }  // namespace
 
-std::vector<Route> read_routes(const YAML::Node& list, const policy::RetryConfig& catalog, Problems& problems) {
+std::vector<Route> read_routes(const YAML::Node& list, const Catalogs& catalogs, Problems& problems) {
     std::vector<Route> routes;
     if (!expect_list(list, "routes", problems)) {
         return routes;
@@ -418,7 +421,7 @@ std::vector<Route> read_routes(const YAML::Node& list, const policy::RetryConfig
         problems.add(list, "routes", "must list at least one route");
         return routes;
     }
-    RoutesReader reader(catalog, problems);
+    RoutesReader reader(catalogs, problems);
     for (std::size_t i = 0; i < list.size(); ++i) {
         if (auto route = reader.read(list[i], i)) {
             routes.push_back(std::move(*route));

@@ -42,6 +42,13 @@ constexpr IntRange breaker_open{10, 10 * minute, Unit::ms};
 constexpr IntRange breaker_max_open{10, hour, Unit::ms};  // and at least open_ms
 constexpr IntRange breaker_probes{1, 100, Unit::count};
 constexpr DecimalRange breaker_ratio{micro / 100, micro};
+// docs/behaviour.md section 14.
+constexpr DecimalRange budget_ratio{0, micro};
+constexpr IntRange budget_minimum{0, 10000, Unit::count};
+constexpr IntRange admission_limit{1, 100000, Unit::count};
+constexpr DecimalRange admission_decrease{micro / 10, micro * 99 / 100};
+constexpr IntRange backpressure_units{0, 10, Unit::count};
+constexpr IntRange queue_wait{1, 24 * hour, Unit::ms, true, "the turn deadline"};  // and at most timeout_ms
 
 // 33554432 bytes -> "32 MiB", 300000 ms -> "5 min"; "" when no unit divides it.
 std::string in_units(std::int64_t value, Unit unit) {
@@ -118,6 +125,11 @@ std::string classes_text(const policy::FallbackOn& on) {
     return text;
 }
 
+// A decimal default in millionths, as the table shows it.
+std::int64_t in_micro(double value) {
+    return static_cast<std::int64_t>(value * static_cast<double>(micro) + 0.5);
+}
+
 // The section 13 keys of a route.
 std::vector<KeySpec> outage_route_specs(const Route& route) {
     const policy::BreakerConfig& breaker = route.breaker;
@@ -140,9 +152,7 @@ std::vector<KeySpec> outage_route_specs(const Route& route) {
                   "false: the route's candidates have no circuit breaker"),
         integer_key("routes[].breaker.consecutive_failures", breaker.consecutive_failures, breaker_failures,
                     "counted failures in a row that open the breaker"),
-        decimal_key("routes[].breaker.failure_ratio",
-                    static_cast<std::int64_t>(breaker.failure_ratio * static_cast<double>(micro) + 0.5),
-                    breaker_ratio,
+        decimal_key("routes[].breaker.failure_ratio", in_micro(breaker.failure_ratio), breaker_ratio,
                     "or this share of failures among the counted attempts of the last window_ms opens it ..."),
         integer_key("routes[].breaker.min_attempts", breaker.min_attempts, breaker_attempts,
                     "... when that window holds at least this many counted attempts"),
@@ -158,6 +168,43 @@ std::vector<KeySpec> outage_route_specs(const Route& route) {
         other_key("routes[].breaker.fail_fast", breaker.fail_fast ? "true" : "false", "true or false",
                   "true: a turn whose every candidate is held back by breakers waits for the first half-open "
                   "inside its deadline and summed-wait bound, else gets 503 circuit_open"),
+    };
+}
+
+// The retry budget and the `admission` block (section 14); a route's
+// `admission` overrides any of them, `backpressure` key by key.
+std::vector<KeySpec> load_specs(const policy::RetryConfig& retry) {
+    const policy::AdmissionConfig admission;
+    const policy::Backpressure& units = admission.backpressure;
+    return {
+        decimal_key("retry.budget_ratio", in_micro(retry.budget_ratio), budget_ratio,
+                    "retry budget: a replay to a candidate is sent only while its replays in flight, counting it, "
+                    "stay within max(budget_min_concurrency, budget_ratio x turns in flight on it)"),
+        integer_key("retry.budget_min_concurrency", retry.budget_min_concurrency, budget_minimum,
+                    "replays in flight to a candidate always allowed; at least 1 while budget_ratio is above 0, "
+                    "both 0 turn replays off"),
+        other_key("admission.enabled", admission.enabled ? "true" : "false", "true or false",
+                  "true: each candidate keeps an adaptive limit on its attempts in flight"),
+        integer_key("admission.initial_limit", admission.initial_limit, admission_limit,
+                    "the limit a candidate starts with; min_limit <= initial_limit <= max_limit"),
+        integer_key("admission.min_limit", admission.min_limit, admission_limit, "the lowest the limit falls to"),
+        integer_key("admission.max_limit", admission.max_limit, admission_limit, "the highest the limit grows to"),
+        decimal_key("admission.decrease", in_micro(admission.decrease), admission_decrease,
+                    "a failure with u backpressure units multiplies the limit by decrease^u, at most once a second; "
+                    "each success adds 1/limit, each second without backpressure adds 1"),
+        integer_key("admission.backpressure.rate-limit", units.rate_limit, backpressure_units,
+                    "backpressure units of an HTTP 429"),
+        integer_key("admission.backpressure.overload", units.overload, backpressure_units,
+                    "backpressure units of an HTTP 529 or an overloaded_error event"),
+        integer_key("admission.backpressure.server", units.server, backpressure_units,
+                    "backpressure units of any other server-class failure"),
+        bounded_key("admission.queue_timeout_ms", admission.queue_timeout_ms, queue_wait,
+                    "at most the timeout_ms of each route it applies to",
+                    "longest wait for a slot, in arrival order, inside the turn deadline"),
+        other_key("admission.honour_ratelimit_headers", admission.honour_ratelimit_headers ? "true" : "false",
+                  "true or false",
+                  "true: an answer saying the provider has 0 requests left holds new attempts to that candidate "
+                  "until the reset it gives, at most max_delay_ms"),
     };
 }
 
@@ -293,9 +340,16 @@ std::vector<KeySpec> build_specs() {
                   "response identities accepted, replacing the default; globs match the whole string, case-sensitively"),
         other_key("routes[].retry", "{} (the catalog)", "map with any key of `retry`",
                   "per-route override, merged over the catalog"),
+        other_key("routes[].admission", "{} (the catalog)",
+                  "map with any key of `admission`; `backpressure` merges key by key",
+                  "per-route override, merged over the catalog"),
     };
-    // The section 13 rows follow the route's own timers, and the models
-    // block closes the table.
+    // The section 14 rows follow the retry catalog, the section 13 rows the
+    // route's own timers, and the models block closes the table.
+    const auto after_retry = std::find_if(specs.begin(), specs.end(),
+                                          [](const KeySpec& spec) { return spec.path == "retry.min_attempt_ms"; });
+    std::vector<KeySpec> load = load_specs(retry);
+    specs.insert(after_retry + 1, load.begin(), load.end());
     const auto after = std::find_if(specs.begin(), specs.end(),
                                     [](const KeySpec& spec) { return spec.path == "routes[].max_stream_ms"; });
     std::vector<KeySpec> outage = outage_route_specs(route);
@@ -374,7 +428,7 @@ std::string describe_range(const IntRange& range) {
         text += " (" + in_units(range.min, range.unit) + ".." + in_units(range.max, range.unit) + ")";
     }
     if (range.zero_is_off) {
-        text = "0 (off) or " + text;
+        text = "0 (" + std::string(range.zero_means) + ") or " + text;
     }
     return text;
 }

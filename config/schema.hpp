@@ -19,7 +19,8 @@ struct IntRange {
     std::int64_t min = 0;
     std::int64_t max = 0;
     Unit unit = Unit::count;
-    bool zero_is_off = false;   // 0 is accepted below `min` and means "off"
+    bool zero_is_off = false;   // 0 is accepted below `min` and means `zero_means`
+    const char* zero_means = "off";
 };
 
 // A decimal key's range, in millionths (the loader reads at most six

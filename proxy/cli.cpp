@@ -2,6 +2,7 @@
 
 #include "config/config.hpp"
 #include "config/model_plan.hpp"
+#include "config/route_load.hpp"
 #include "policy/envelope.hpp"
 #include "proxy/startup.hpp"
 
@@ -73,6 +74,31 @@ boost::json::object envelope_json(const policy::Envelope& e) {
     }
     o["warnings"] = std::move(warnings);
     return o;
+}
+
+// The route's retry budget and admission (docs/behaviour.md section 14), as
+// render_route_load's lines say them.
+void add_load_json(const config::Route& route, boost::json::object& o) {
+    boost::json::object budget;
+    budget["ratio"] = route.retry.budget_ratio;
+    budget["min_concurrency"] = route.retry.budget_min_concurrency;
+    budget["replays_off"] = route.retry.budget_ratio <= 0 && route.retry.budget_min_concurrency == 0;
+    o["retry_budget"] = std::move(budget);
+    const policy::AdmissionConfig& a = route.admission;
+    boost::json::object units;
+    units["rate-limit"] = a.backpressure.rate_limit;
+    units["overload"] = a.backpressure.overload;
+    units["server"] = a.backpressure.server;
+    boost::json::object admission;
+    admission["enabled"] = a.enabled;
+    admission["initial_limit"] = a.initial_limit;
+    admission["min_limit"] = a.min_limit;
+    admission["max_limit"] = a.max_limit;
+    admission["decrease"] = a.decrease;
+    admission["backpressure"] = std::move(units);
+    admission["queue_timeout_ms"] = a.queue_timeout_ms;  // 0: the turn deadline
+    admission["honour_ratelimit_headers"] = a.honour_ratelimit_headers;
+    o["admission"] = std::move(admission);
 }
 
 std::string_view to_string(config::PlanWarningKind kind) {
@@ -169,9 +195,12 @@ int doctor_command(const std::string& path, bool json) {
     for (const auto& route : file.config->routes) {
         const auto envelope = policy::make_envelope(route.name, route.retry, route.timeout_ms);
         if (json) {
-            routes.emplace_back(envelope_json(envelope));
+            boost::json::object o = envelope_json(envelope);
+            add_load_json(route, o);
+            routes.emplace_back(std::move(o));
         } else {
             for (const auto& line : policy::render_envelope(envelope)) std::cout << line << "\n";
+            for (const auto& line : config::render_route_load(route)) std::cout << line << "\n";
         }
         // Warnings inform; they never change the exit code (docs/behaviour.md section 2).
         for (const auto& w : envelope.warnings) std::cerr << "modelproxy: " << policy::render_warning(envelope, w) << "\n";

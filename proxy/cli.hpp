@@ -18,7 +18,8 @@ int check_command(const ServeOptions& options);
 // cannot be written.
 int reference_command();
 
-// Prints each route's retry envelope, then the candidate plan of each client
+// Prints each route's retry envelope, retry budget and admission
+// (config/route_load.hpp), then the candidate plan of each client
 // model with more than one candidate, a models entry or a warning
 // (config/model_plan.hpp); path "" = the embedded default.
 int doctor_command(const std::string& path, bool json);

@@ -143,6 +143,18 @@ const std::vector<Refusal>& refusals() {
          {},
          {"modelproxy: @FILE@: routes[0].first_token_timeout_ms: must be <= timeout_ms (5000), got 6000",
           "modelproxy: @FILE@: routes[0].breaker.failure_ratio: must be 0.01..1, got 2"}},
+        {"a retry budget with budget_min_concurrency 0 and a ratio above 0 (docs/behaviour.md section 14)",
+         route("http://127.0.0.1:9/v1", "    retry: {budget_ratio: 0.5, budget_min_concurrency: 0}\n"),
+         {},
+         {},
+         {"modelproxy: @FILE@: routes[0].retry.budget_min_concurrency: must be at least 1 while budget_ratio is "
+          "above 0 (a lone client would get no replays); set both to 0 to turn replays off"}},
+        {"an admission min_limit above its max_limit (docs/behaviour.md section 14)",
+         "admission: {min_limit: 10, max_limit: 5}\n" + route("http://127.0.0.1:9/v1"),
+         {},
+         {},
+         {"modelproxy: @FILE@: admission.min_limit: must be <= max_limit (5), got 10 "
+          "(min_limit <= initial_limit <= max_limit)"}},
         {"every problem of a valid file's environment, files and patterns, not only the first",
          "boundary:\n  secret_patterns: [\"(\"]\n" +
              route("http://127.0.0.1:9/v1", "    api_key_env: MP_TEST_KEY\n    api_key_required: true\n") +

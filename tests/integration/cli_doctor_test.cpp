@@ -1,7 +1,8 @@
-// `modelproxy doctor [--config FILE] [--json]` (docs/behaviour.md sections 2, 6
-// and 13), run as the real binary: the retry envelope per route, then the
-// candidate plan of each model with several candidates, on stdout; warnings
-// on stderr; exit 0; a bad or missing config exits 2.
+// `modelproxy doctor [--config FILE] [--json]` (docs/behaviour.md sections 2, 6,
+// 13 and 14), run as the real binary: the retry envelope, retry budget and
+// admission per route, then the candidate plan of each model with several
+// candidates, on stdout; warnings on stderr; exit 0; a bad or missing config
+// exits 2.
 #include "support/proxy_process.hpp"
 
 #include "support/temp_dir.hpp"
@@ -46,6 +47,13 @@ const std::string default_general_line =
     "  general: 8 attempts, waits 500 1000 2000 4000 8000 16000 20000 = 51500 ms (cap 60000)";
 const std::string default_throttled_line =
     "  throttled: 24 attempts, waits 500 1000 2000 4000 8000 16000 20000x17 = 371500 ms (cap 380000)";
+// Section 14's two lines, as every route without overrides shows them.
+const std::string default_budget_line =
+    "  retry budget: budget_ratio 0.2, budget_min_concurrency 3 (replays in flight to a candidate at most max(3, "
+    "0.2 x its turns in flight))";
+const std::string admission_off_line = "  admission: off";
+constexpr std::size_t route_lines = 7;  // the envelope's five, then the budget and admission
+
 const Lines default_warnings{
     "modelproxy: warning: route openai: throttled_max_attempts 24 can never be reached: "
     "timeout_ms 300000 ends a turn of instant 429s after 20 attempts",
@@ -125,6 +133,8 @@ TEST_CASE("doctor prints the embedded default's envelope and warns on stderr", "
         "  under the deadline, instant failures make 8 attempts (general, max_attempts), "
         "20 attempts (throttled, deadline)",
         "  worst case one turn: 300000 ms before anything is published (timeout_ms)",
+        default_budget_line,
+        admission_off_line,
     });
     CHECK(lines_of(r.err) == default_warnings);
 }
@@ -153,6 +163,19 @@ TEST_CASE("doctor --json prints one object with the exact numbers", "[doctor]") 
     CHECK(route.at("min_attempt_ms") == 1000);
     CHECK(route.at("jitter") == "none");
     CHECK(route.at("worst_case_ms") == 300000);
+    const auto& budget = route.at("retry_budget");
+    CHECK(budget.at("ratio").to_number<double>() == Approx(0.2));
+    CHECK(budget.at("min_concurrency") == 3);
+    CHECK(budget.at("replays_off") == false);
+    const auto& admission = route.at("admission");
+    CHECK(admission.at("enabled") == false);
+    CHECK(admission.at("initial_limit") == 64);
+    CHECK(admission.at("min_limit") == 1);
+    CHECK(admission.at("max_limit") == 1024);
+    CHECK(admission.at("decrease").to_number<double>() == Approx(0.7));
+    CHECK(admission.at("backpressure") == boost::json::object{{"rate-limit", 1}, {"overload", 3}, {"server", 0}});
+    CHECK(admission.at("queue_timeout_ms") == 5000);
+    CHECK(admission.at("honour_ratelimit_headers") == true);
 
     const auto& general = route.at("general");
     CHECK(waits_of(general) == std::vector<std::int64_t>{500, 1000, 2000, 4000, 8000, 16000, 20000});
@@ -194,12 +217,13 @@ TEST_CASE("doctor shows a per-route retry override", "[doctor]") {
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
     const Lines out = lines_of(r.out);
-    REQUIRE(out.size() == 10);
+    REQUIRE(out.size() == 2 * route_lines);
     CHECK(out[0] == "route openai: timeout_ms 300000, min_attempt_ms 1000, jitter none");
     CHECK(out[1] == default_general_line);
-    CHECK(out[5] == "route local: timeout_ms 300000, min_attempt_ms 1000, jitter none");
-    CHECK(out[6] == "  general: 3 attempts, waits 500 1000 = 1500 ms (cap 60000)");
-    CHECK(out[7] == default_throttled_line);  // the override touches max_attempts only
+    CHECK(out[7] == "route local: timeout_ms 300000, min_attempt_ms 1000, jitter none");
+    CHECK(out[8] == "  general: 3 attempts, waits 500 1000 = 1500 ms (cap 60000)");
+    CHECK(out[9] == default_throttled_line);  // the override touches max_attempts only
+    CHECK(out[12] == default_budget_line);
     // Both routes keep the default throttled bounds, so both are warned about.
     const Lines err = lines_of(r.err);
     REQUIRE(err.size() == 4);
@@ -220,6 +244,61 @@ TEST_CASE("doctor shows a per-route retry override", "[doctor]") {
     CHECK(routes[1].at("general").at("attempts") == 3);
 }
 
+TEST_CASE("doctor shows each route's retry budget and admission, catalog and overrides merged", "[doctor]") {
+    TempDir dir("doctor");
+    const auto path = dir.write("load.yaml", R"(retry: {budget_ratio: 0, budget_min_concurrency: 0}
+admission: {enabled: true, backpressure: {server: 2}}
+routes:
+  - name: quiet
+    upstream: http://127.0.0.1:9/v1
+    models: [a]
+    admission: {enabled: false}
+  - name: paced
+    upstream: http://127.0.0.1:9/v1
+    models: [b]
+    retry: {budget_ratio: 0.5, budget_min_concurrency: 1}
+    admission: {initial_limit: 16, min_limit: 2, max_limit: 256, decrease: 0.8, backpressure: {overload: 5},
+                queue_timeout_ms: 0, honour_ratelimit_headers: false}
+)");
+    const CommandResult r = run_modelproxy({"doctor", "--config", path.string()});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    const Lines out = lines_of(r.out);
+    REQUIRE(out.size() == 2 * route_lines);
+    CHECK(Lines(out.begin() + 5, out.begin() + 7) ==
+          Lines{"  retry budget: replays off (budget_ratio 0, budget_min_concurrency 0)", admission_off_line});
+    CHECK(Lines(out.begin() + 12, out.end()) ==
+          Lines{"  retry budget: budget_ratio 0.5, budget_min_concurrency 1 (replays in flight to a candidate at "
+                "most max(1, 0.5 x its turns in flight))",
+                "  admission: on, initial_limit 16, min_limit 2, max_limit 256, decrease 0.8, backpressure "
+                "rate-limit 1 overload 5 server 2, queue_timeout_ms 0 (the turn deadline), pacing on rate-limit "
+                "headers no"});
+
+    const CommandResult j = run_modelproxy({"doctor", "--config", path.string(), "--json"});
+    CAPTURE(j.out, j.err);
+    REQUIRE(j.exit_code == 0);
+    const boost::json::value doc = boost::json::parse(j.out);
+    const auto& routes = doc.at("routes").as_array();
+    REQUIRE(routes.size() == 2);
+    CHECK(routes[0].at("retry_budget").at("replays_off") == true);
+    CHECK(routes[0].at("admission").at("enabled") == false);
+    CHECK(routes[0].at("admission").at("backpressure").at("server") == 2);  // the catalog's, merged
+    const auto& paced = routes[1];
+    CHECK(paced.at("retry_budget") ==
+          boost::json::object{{"ratio", 0.5}, {"min_concurrency", 1}, {"replays_off", false}});
+    // Decimals compared apart: a parsed double may differ from the written one in its last bit.
+    boost::json::object admission = paced.at("admission").as_object();
+    CHECK(admission.at("decrease").to_number<double>() == Approx(0.8));
+    admission.erase("decrease");
+    CHECK(admission == boost::json::object{{"enabled", true},
+                                           {"initial_limit", 16},
+                                           {"min_limit", 2},
+                                           {"max_limit", 256},
+                                           {"backpressure", {{"rate-limit", 1}, {"overload", 5}, {"server", 2}}},
+                                           {"queue_timeout_ms", 0},
+                                           {"honour_ratelimit_headers", false}});
+}
+
 TEST_CASE("doctor prints each model's candidates, attempts and worst case after the routes", "[doctor]") {
     TempDir dir("doctor");
     const auto path = dir.write("deployments.yaml", deployments_yaml);
@@ -227,10 +306,10 @@ TEST_CASE("doctor prints each model's candidates, attempts and worst case after 
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);  // warnings do not change the exit code
     const Lines out = lines_of(r.out);
-    REQUIRE(out.size() == 10 + deployment_plan_lines.size());  // two route envelopes first
+    REQUIRE(out.size() == 2 * route_lines + deployment_plan_lines.size());  // two routes first
     CHECK(out[0] == "route east: timeout_ms 300000, min_attempt_ms 1000, jitter none");
-    CHECK(out[5] == "route west: timeout_ms 300000, min_attempt_ms 1000, jitter none");
-    CHECK(Lines(out.begin() + 10, out.end()) == deployment_plan_lines);
+    CHECK(out[route_lines] == "route west: timeout_ms 300000, min_attempt_ms 1000, jitter none");
+    CHECK(Lines(out.begin() + 2 * route_lines, out.end()) == deployment_plan_lines);
     const Lines err = lines_of(r.err);
     REQUIRE(err.size() == 4 + deployment_plan_warnings.size());  // the envelopes' warnings first
     CHECK(Lines(err.begin() + 4, err.end()) == deployment_plan_warnings);

@@ -182,7 +182,8 @@ TEST_CASE("integers outside their range are refused, one row per key and end") {
 }
 
 TEST_CASE("every integer key of the schema has a range row above") {
-    // Mirrors the table above: a new integer key must get its rows there.
+    // Mirrors the table above, and admission_test.cpp's for section 14: a new
+    // integer key must get its rows there.
     const std::set<std::string> covered = {
         "workers", "limits.max_request_body_bytes", "limits.max_header_bytes", "limits.max_response_body_bytes",
         "limits.max_event_bytes", "limits.header_timeout_ms", "limits.idle_timeout_ms", "limits.max_connections", "limits.drain_ms",
@@ -193,7 +194,11 @@ TEST_CASE("every integer key of the schema has a range row above") {
         "routes[].first_byte_timeout_ms", "routes[].first_token_timeout_ms",
         "routes[].breaker.consecutive_failures", "routes[].breaker.failure_ratio",  // a decimal
         "routes[].breaker.min_attempts", "routes[].breaker.window_ms", "routes[].breaker.open_ms",
-        "routes[].breaker.max_open_ms", "routes[].breaker.probes", "models[].attempts_per_candidate"};
+        "routes[].breaker.max_open_ms", "routes[].breaker.probes", "models[].attempts_per_candidate",
+        "retry.budget_ratio", "retry.budget_min_concurrency",  // section 14, in admission_test.cpp
+        "admission.initial_limit", "admission.min_limit", "admission.max_limit", "admission.decrease",
+        "admission.backpressure.rate-limit", "admission.backpressure.overload", "admission.backpressure.server",
+        "admission.queue_timeout_ms"};
     std::set<std::string> integers;
     for (const mc::KeyInfo& key : mc::schema_keys()) {
         if (!key.range.empty() && key.range[0] >= '0' && key.range[0] <= '9') {
@@ -349,7 +354,7 @@ TEST_CASE("unknown keys are refused wherever they are") {
         {"limits.max_streams", "5", "limits.max_streams: unknown key"},
         {"clients.token_env", "X", "clients.token_env: unknown key (did you mean tokens_env?)"},
         {"clients.tokens", "[a]", "clients.tokens: unknown key"},
-        {"retry.budget_ratio", "0.2", "retry.budget_ratio: unknown key"},
+        {"retry.budget", "0.2", "retry.budget: unknown key"},
         {"boundary.patterns", "[]", "boundary.patterns: unknown key"},
         {"routes[].timeout", "5", "routes[0].timeout: unknown key"},
         {"routes[].breakers", "{}", "routes[0].breakers: unknown key (did you mean breaker?)"},

@@ -74,11 +74,15 @@ TEST_CASE("schema paths are unique and cover docs/behaviour.md section 3") {
           "routes[].breaker.failure_ratio", "routes[].breaker.min_attempts", "routes[].breaker.window_ms",
           "routes[].breaker.open_ms", "routes[].breaker.max_open_ms", "routes[].breaker.probes",
           "routes[].breaker.fail_fast", "models", "models[].name", "models[].balance",
-          "models[].attempts_per_candidate", "models[].fallbacks", "models[].fallback_on"}) {
+          "models[].attempts_per_candidate", "models[].fallbacks", "models[].fallback_on",
+          "retry.budget_ratio", "retry.budget_min_concurrency", "admission.enabled", "admission.initial_limit",
+          "admission.min_limit", "admission.max_limit", "admission.decrease", "admission.backpressure.rate-limit",
+          "admission.backpressure.overload", "admission.backpressure.server", "admission.queue_timeout_ms",
+          "admission.honour_ratelimit_headers", "routes[].admission"}) {
         CAPTURE(path);
         CHECK(key(path) != nullptr);
     }
-    CHECK(mc::schema_keys().size() == 63);
+    CHECK(mc::schema_keys().size() == 76);
 }
 
 TEST_CASE("schema rows show the defaults and ranges the loader applies") {
@@ -114,6 +118,20 @@ TEST_CASE("schema rows show the defaults and ranges the loader applies") {
         {"routes[].breaker.fail_fast", "false", "true or false"},
         {"models[].balance", "ordered", "ordered or weighted"},
         {"models[].attempts_per_candidate", "2", "1..16"},
+        {"retry.budget_ratio", "0.2", "0..1 (a decimal)"},
+        {"retry.budget_min_concurrency", "3", "0..10000"},
+        {"admission.enabled", "false", "true or false"},
+        {"admission.initial_limit", "64", "1..100000"},
+        {"admission.min_limit", "1", "1..100000"},
+        {"admission.max_limit", "1024", "1..100000"},
+        {"admission.decrease", "0.7", "0.1..0.99 (a decimal)"},
+        {"admission.backpressure.rate-limit", "1", "0..10"},
+        {"admission.backpressure.overload", "3", "0..10"},
+        {"admission.backpressure.server", "0", "0..10"},
+        {"admission.queue_timeout_ms", "5000 (5 s)",
+         "0 (the turn deadline) or 1..86400000 (1 ms..24 h), at most the timeout_ms of each route it applies to"},
+        {"admission.honour_ratelimit_headers", "true", "true or false"},
+        {"routes[].admission", "{} (the catalog)", "map with any key of `admission`; `backpressure` merges key by key"},
         {"models[].fallback_on", "network, timeout, server, rate-limit, stream-incomplete",
          "list of network, timeout, server, rate-limit, stream-incomplete, content-filter, invalid-request, "
          "not-found and `code:<X>`; `[]` never falls over"},
