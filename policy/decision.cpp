@@ -23,6 +23,8 @@ std::string_view to_string(Bound b) {
         case Bound::throttled_max_attempts: return "throttled_max_attempts";
         case Bound::throttled_max_total_delay_ms: return "throttled_max_total_delay_ms";
         case Bound::deadline: return "deadline";
+        case Bound::retry_budget: return "retry_budget";
+        case Bound::queue_timeout_ms: return "queue_timeout_ms";
     }
     return "unknown";
 }

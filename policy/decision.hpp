@@ -29,6 +29,8 @@ enum class Bound {
     throttled_max_attempts,
     throttled_max_total_delay_ms,
     deadline,
+    retry_budget,       // section 14: the candidate's replays in flight are at the budget
+    queue_timeout_ms,   // section 14: no admission slot in time, after an upstream answer
 };
 
 std::string_view to_string(Bound b);  // the config key; "none" for none

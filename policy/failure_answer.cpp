@@ -76,6 +76,10 @@ const FailureRow& row(FailureKind kind) {
     static constexpr FailureRow circuit{"circuit_open",
                                         "every candidate of this model is held back by its circuit breaker",
                                         false, fixed(ErrorClass::server, "circuit-open")};
+    static constexpr FailureRow admission{"admission_timeout",
+                                          "no capacity for this request upstream in time: the provider is "
+                                          "rate limiting or overloaded",
+                                          false, fixed(ErrorClass::rate_limit, "admission-timeout")};
     switch (kind) {
         case K::connect_failed: return connect_failed;
         case K::dns_failed: return dns_failed;
@@ -103,6 +107,7 @@ const FailureRow& row(FailureKind kind) {
         case K::replay_digest_mismatch: return digest;
         case K::drain_limit: return drain;
         case K::circuit_open: return circuit;
+        case K::admission_timeout: return admission;
     }
     return dropped;
 }
@@ -121,6 +126,7 @@ FailureAnswer failure_answer(const FailureFacts& facts) {
     a.outcome = r.refusal ? "refused" : a.decision;
     if (facts.kind == FailureKind::drain_limit) a.record_decision = a.outcome = "cancelled";
     if (facts.kind == FailureKind::circuit_open) a.decision = a.record_decision = a.outcome = "unavailable";
+    if (facts.kind == FailureKind::admission_timeout) a.decision = a.record_decision = a.outcome = "rejected";
     // A deadline that ended the turn is a timeout to the client, whatever the
     // last attempt's class, unless the upstream's answer is passed on
     // (section 6: 504, decision and bound deadline).
@@ -169,6 +175,7 @@ FailureAnswer failure_answer(const FailureFacts& facts) {
                : facts.kind == FailureKind::replay_digest_mismatch ? 500
                : facts.kind == FailureKind::drain_limit            ? 503
                : facts.kind == FailureKind::circuit_open           ? 503
+               : facts.kind == FailureKind::admission_timeout      ? 429
                : a.cls == ErrorClass::timeout                      ? 504
                                                                    : 502;
     a.record_status = a.status;

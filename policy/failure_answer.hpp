@@ -51,6 +51,7 @@ enum class FailureKind {
     replay_digest_mismatch,  // a replay's payload differs from attempt 1's: not sent (section 6)
     drain_limit,             // the drain limit ended the turn (section 11)
     circuit_open,            // fail_fast: every candidate held back by its breaker, no wait fits (section 13)
+    admission_timeout,       // no admission slot (or the rate-limit hold) in time, nothing sent (section 14)
 };
 
 struct FailureRow {

@@ -59,6 +59,9 @@ public:
     }
     // A wait outside after_failure (fail_fast's) joins the summed wait.
     void add_wait(std::int64_t wait_ms) { waited_ms_ += wait_ms; }
+    // A retry after_failure granted is not waited for after all (the retry
+    // budget refused it): its wait leaves the summed wait.
+    void cancel_wait(std::int64_t wait_ms) { waited_ms_ -= wait_ms; }
 
     // After the wait, at `now`, before the next send: retry (send it) or
     // deadline, the turn ending on the failure it waited for.

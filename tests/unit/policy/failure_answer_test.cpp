@@ -149,6 +149,14 @@ TEST_CASE("failure_answer: the envelope of each failure with nothing sent to the
         {facts(K::drain_limit, C::cancelled),
          {F::envelope, 503, "modelproxy_error", "drain_limit", "the proxy is shutting down and its drain limit passed",
           C::cancelled, "terminal", "", "cancelled", 503, "cancelled"}},
+        {facts(K::circuit_open, C::server),
+         {F::envelope, 503, "modelproxy_error", "circuit_open",
+          "every candidate of this model is held back by its circuit breaker", C::server, "unavailable", "",
+          "unavailable", 503}},
+        {facts(K::admission_timeout, C::rate_limit),
+         {F::envelope, 429, "modelproxy_error", "admission_timeout",
+          "no capacity for this request upstream in time: the provider is rate limiting or overloaded",
+          C::rate_limit, "rejected", "", "rejected", 429}},
     }));
     CAPTURE(static_cast<int>(row.facts.kind));
     check(row);
@@ -273,6 +281,8 @@ TEST_CASE("failure_answer: the Anthropic envelope type follows the status", "[fa
           "timeout_error");
     CHECK(anthropic_error_type(static_cast<unsigned>(failure_answer(facts(K::drain_limit, C::cancelled)).status)) ==
           "overloaded_error");
+    CHECK(anthropic_error_type(static_cast<unsigned>(
+              failure_answer(facts(K::admission_timeout, C::rate_limit)).status)) == "rate_limit_error");
 }
 
 TEST_CASE("failure row: refusals are fixed-class and never replayed, observed failures are classified",
