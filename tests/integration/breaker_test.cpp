@@ -304,3 +304,40 @@ TEST_CASE("a first-token timeout falls over but never counts against the slow ca
     CHECK(primary.request_count() == 2);  // still closed: the second turn tried it again
     CHECK(breaker_records(*proxy).empty());
 }
+
+TEST_CASE("a client that leaves and a turn the deadline cuts never count against the breaker, a 5xx does",
+          "[breaker]") {
+    FakeProvider fake;
+    fake.push(Script().hang());  // the client leaves while this attempt runs
+    fake.push(Script().hang());  // the turn deadline cuts this one
+    fake.push(Script::json(503, server_error));
+    auto proxy = start_proxy("routes:\n" + route("solo", fake, "[gpt-4o]", "{consecutive_failures: 1}\n    timeout_ms: 300"));
+
+    {
+        auto client = proxy->client();
+        REQUIRE_FALSE(client.send_request("POST", "/v1/chat/completions", {{"Content-Type", "application/json"}},
+                                          chat("gpt-4o")));
+        REQUIRE(fake.wait_for_requests(1, bound));
+        client.close();
+    }
+    REQUIRE(proxy->wait_for_records("turn", 1, bound));
+    const Response cut = proxy->client().post_json("/v1/chat/completions", chat("gpt-4o"));
+    REQUIRE(cut.ok());
+    CHECK(cut.status == 504);
+    REQUIRE(proxy->wait_for_records("turn", 2, bound));
+    std::vector<JsonRecord> turns;
+    for (auto& r : proxy->records())
+        if (r.event() == "turn") turns.push_back(std::move(r));
+    REQUIRE(turns.size() == 2);
+    CHECK(turns[0].str("outcome") == "cancelled");
+    CHECK(turns[1].str("bound") == "deadline");
+    CHECK(breaker_records(*proxy).empty());
+
+    // The same breaker opens on one counted failure: the two above were not.
+    REQUIRE(proxy->client().post_json("/v1/chat/completions", chat("gpt-4o")).ok());
+    REQUIRE(proxy->wait_for_records("breaker", 1, bound));
+    const auto transitions = breaker_records(*proxy);
+    REQUIRE(transitions.size() == 1);
+    CHECK(transitions[0].str("to") == "open");
+    CHECK(fake.request_count() == 3);
+}

@@ -100,3 +100,29 @@ TEST_CASE("a new generation keeps the state of an unchanged candidate and not of
     states.prune();
     CHECK(next.find("gpt-4o")->list[0].state == east);
 }
+
+TEST_CASE("the catch-all route keeps a state per served name, at most 256, the least recently used dropped",
+          "[candidates]") {
+    CandidateStates states;
+    const config::Config cfg = load("routes:\n  - name: any\n    upstream: http://127.0.0.1:1/v1\n    models: ['*']\n");
+    const config::Route& any = cfg.routes[0];
+    const auto first = states.wildcard(any, "name-0");
+    const proxy::CandidateState* first_seen = first.get();
+    const auto kept = states.wildcard(any, "name-1");
+    for (int i = 2; i < 300; ++i) {
+        states.wildcard(any, "name-" + std::to_string(i));
+        // name-1 is used again and again: the most recent, never dropped.
+        if (i % 50 == 0) CHECK(states.wildcard(any, "name-1") == kept);
+    }
+    CHECK(states.wildcard_states().size() == 256);
+    CHECK(states.wildcard(any, "name-1") == kept);
+    CHECK(states.wildcard(any, "name-299")->model == "name-299");
+    // name-0 went long ago: asked again, it is a new state (a closed breaker).
+    const auto again = states.wildcard(any, "name-0");
+    CHECK(again->model == "name-0");
+    CHECK(states.wildcard_states().size() == 256);
+    // The first state is still alive through the handle held here (a turn
+    // holding it keeps it until it ends), but the registry no longer hands it out.
+    CHECK(first_seen == first.get());
+    CHECK(again != first);
+}
