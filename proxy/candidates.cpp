@@ -2,9 +2,46 @@
 
 #include "proxy/metrics.hpp"
 
+#include <boost/asio/post.hpp>
+
 #include <set>
 
 namespace modelproxy::proxy {
+
+void CandidateState::configure_admission(const policy::AdmissionConfig& config, Time now) {
+    std::lock_guard lock(mutex);
+    if (!config.enabled) {
+        limit.reset();
+        // Nothing limits any more: every waiter goes.
+        grant_locked(now);
+        return;
+    }
+    if (limit) {
+        limit->reconfigure(config);
+    } else {
+        limit.emplace(config, now);
+    }
+    grant_locked(now);
+}
+
+void CandidateState::grant_locked(Time now) {
+    while (!queue.empty() && (!limit || admitted < limit->limit(now))) {
+        std::shared_ptr<AdmissionWaiter> w = std::move(queue.front());
+        queue.pop_front();
+        w->granted = true;
+        ++admitted;
+        // The waiter's timer is touched on its own thread only.
+        boost::asio::post(w->executor, [w] {
+            if (!w->gone && w->timer) w->timer->cancel();
+        });
+    }
+    queued.store(static_cast<int>(queue.size()), std::memory_order_relaxed);
+}
+
+void CandidateState::release_locked(Time now) {
+    if (admitted > 0) --admitted;
+    grant_locked(now);
+}
 
 CandidateStates& CandidateStates::process() {
     static CandidateStates states;
@@ -30,11 +67,15 @@ std::shared_ptr<CandidateState> CandidateStates::get(const config::Route& route,
     if (it != states_.end()) {
         // A reload that changed only the breaker's settings keeps its state
         // under the new settings.
-        std::lock_guard state_lock(it->second->mutex);
-        it->second->breaker.reconfigure(route.breaker);
+        {
+            std::lock_guard state_lock(it->second->mutex);
+            it->second->breaker.reconfigure(route.breaker);
+        }
+        it->second->configure_admission(route.admission, std::chrono::steady_clock::now());
         return it->second;
     }
     auto state = std::make_shared<CandidateState>(route.breaker, route.name, std::string(upstream_model));
+    state->configure_admission(route.admission, std::chrono::steady_clock::now());
     states_.emplace(std::move(k), state);
     return state;
 }
@@ -47,6 +88,7 @@ std::shared_ptr<CandidateState> CandidateStates::wildcard(const config::Route& r
         return states_.find(k)->second;
     }
     auto state = std::make_shared<CandidateState>(route.breaker, route.name, std::string(name));
+    state->configure_admission(route.admission, std::chrono::steady_clock::now());
     states_.emplace(k, state);
     wildcard_order_.push_front(k);
     wildcard_at_.emplace(std::move(k), wildcard_order_.begin());
@@ -170,6 +212,55 @@ std::string CandidateTable::render_metrics(const config::Config& config,
             if (r.route == route.name && seen.insert(r.state).second) total += r.state->cooldowns.load(std::memory_order_relaxed);
         sample("modelproxy_cooldowns_total", {{"route", route.name}}, total);
     }
+    // Section 14, summed over each route's candidates (its catch-all names included).
+    std::vector<std::shared_ptr<CandidateState>> wildcard_held;
+    if (!wildcards.empty()) wildcard_held = CandidateStates::process().wildcard_states();
+    struct Load {
+        std::uint64_t refusals = 0, rejections = 0, holds = 0;
+        std::int64_t limit = 0, queued = 0;
+    };
+    std::vector<Load> loads(config.routes.size());
+    for (std::size_t i = 0; i < config.routes.size(); ++i) {
+        const config::Route& route = config.routes[i];
+        std::set<CandidateState*> states;
+        for (const Row& r : rows)
+            if (r.route == route.name) states.insert(r.state);
+        if (route.wildcard)
+            for (const auto& state : wildcard_held)
+                if (state->route == route.name) states.insert(state.get());
+        Load& l = loads[i];
+        for (CandidateState* s : states) {
+            l.refusals += s->budget_refusals.load(std::memory_order_relaxed);
+            l.rejections += s->admission_rejections.load(std::memory_order_relaxed);
+            l.holds += s->ratelimit_holds.load(std::memory_order_relaxed);
+            l.queued += s->queued.load(std::memory_order_relaxed);
+            std::lock_guard lock(s->mutex);
+            if (s->limit) l.limit += s->limit->limit(now);
+        }
+    }
+    out += "# HELP modelproxy_retry_budget_refusals_total Replays the retry budget refused, by route.\n"
+           "# TYPE modelproxy_retry_budget_refusals_total counter\n";
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+        sample("modelproxy_retry_budget_refusals_total", {{"route", config.routes[i].name}}, loads[i].refusals);
+    out += "# HELP modelproxy_admission_limit Attempts in flight admission allows, summed over the route's "
+           "candidates (routes with admission enabled).\n# TYPE modelproxy_admission_limit gauge\n";
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+        if (config.routes[i].admission.enabled)
+            sample("modelproxy_admission_limit", {{"route", config.routes[i].name}},
+                   static_cast<std::uint64_t>(loads[i].limit));
+    out += "# HELP modelproxy_admission_queued Attempts waiting for an admission slot, by route.\n"
+           "# TYPE modelproxy_admission_queued gauge\n";
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+        sample("modelproxy_admission_queued", {{"route", config.routes[i].name}},
+               static_cast<std::uint64_t>(loads[i].queued));
+    out += "# HELP modelproxy_admission_rejections_total Turns that got no admission slot in time, by route.\n"
+           "# TYPE modelproxy_admission_rejections_total counter\n";
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+        sample("modelproxy_admission_rejections_total", {{"route", config.routes[i].name}}, loads[i].rejections);
+    out += "# HELP modelproxy_ratelimit_holds_total Attempts held by the provider's rate-limit headers, by "
+           "route.\n# TYPE modelproxy_ratelimit_holds_total counter\n";
+    for (std::size_t i = 0; i < config.routes.size(); ++i)
+        sample("modelproxy_ratelimit_holds_total", {{"route", config.routes[i].name}}, loads[i].holds);
     out += "# HELP modelproxy_fallbacks_total Turns that fell over to another candidate, by requested model and "
            "the model moved to.\n# TYPE modelproxy_fallbacks_total counter\n";
     for (const auto& [key, count] : CandidateStates::process().fallbacks())

@@ -8,13 +8,16 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "policy/admission.hpp"
 #include "policy/breaker.hpp"
 #include "policy/candidates.hpp"
+#include "transport/executor.hpp"
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -27,18 +30,49 @@
 
 namespace modelproxy::proxy {
 
-// One candidate's state in this replica. The breaker and the cooldown under
-// `mutex`; `inflight` without one.
+// A turn waiting for an admission slot (docs/behaviour.md section 14), in
+// its candidate's queue. Granted under the candidate's mutex by whoever
+// frees a slot, on any worker; the wake-up is posted to the waiter's own
+// executor, where `timer` lives and `gone` is set, so the timer is only
+// touched on its own thread.
+struct AdmissionWaiter {
+    explicit AdmissionWaiter(transport::Executor e) : executor(std::move(e)) {}
+    transport::Executor executor;
+    transport::Timer* timer = nullptr;
+    bool granted = false;  // a slot is this waiter's (under the candidate's mutex)
+    bool gone = false;     // the waiter stopped waiting (its executor's thread only)
+};
+
+// One candidate's state in this replica. The breaker, the cooldown and
+// section 14's admission under `mutex`; the counters without one.
 struct CandidateState {
     using Time = std::chrono::steady_clock::time_point;
 
     CandidateState(const policy::BreakerConfig& config, std::string route_name, std::string model_name)
         : breaker(config), route(std::move(route_name)), model(std::move(model_name)) {}
 
+    // The route's admission settings, as of the newest generation: a limit
+    // is made when admission is turned on, and dropped when turned off.
+    void configure_admission(const policy::AdmissionConfig& config, Time now);
+    // Under `mutex`: grants free slots to the queue's head, in arrival order.
+    void grant_locked(Time now);
+    // Under `mutex`: an admitted attempt ended; its slot goes to the queue.
+    void release_locked(Time now);
+
     std::mutex mutex;
     policy::Breaker breaker;
     Time cooldown_until{};
     std::atomic<int> inflight{0};  // turns sending to or waiting for this candidate
+    std::atomic<int> replays{0};   // replays in flight: sent, or waiting to be (the retry budget)
+    // Admission (section 14), under `mutex`.
+    std::optional<policy::AdmissionLimit> limit;  // while the route's admission is enabled
+    int admitted = 0;                             // attempts holding a slot
+    std::deque<std::shared_ptr<AdmissionWaiter>> queue;  // in arrival order
+    Time hold_until{};                            // the provider's rate-limit headers hold new attempts
+    std::atomic<int> queued{0};                   // queue.size(), for /metrics
+    std::atomic<std::uint64_t> budget_refusals{0};
+    std::atomic<std::uint64_t> admission_rejections{0};
+    std::atomic<std::uint64_t> ratelimit_holds{0};
     // modelproxy_breaker_transitions_total by `to` (closed, open, half-open),
     // and modelproxy_cooldowns_total.
     std::array<std::atomic<std::uint64_t>, 3> transitions{};

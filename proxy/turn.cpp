@@ -28,6 +28,10 @@ Task<bool> TurnRun::run() {
     if (fail_fast_at_) {
         if (auto ended = co_await wait_half_open()) co_return *ended;
     }
+    // Admission (section 14): a slot before the first send; nothing sent yet.
+    if (admission_on()) {
+        if (auto ended = co_await pass_admission(nullptr)) co_return *ended;
+    }
     // Made for the first wait only (see write_gate_): most turns never wait.
     std::optional<Timer> wait_timer;
     for (;;) {
@@ -62,6 +66,7 @@ Task<bool> TurnRun::run() {
 
         const bool falls_over = fall_to.has_value();
         settle_recorded(failed.record_status(), &failed.classification, falls_over ? "fallback" : "retry");
+        release_slot();  // the attempt is over: a wait holds no admission slot
         record_attempt(failed.record_status(), &failed.classification, failed.code(),
                        falls_over ? "fallback" : "retry", decision.wait_ms);
         attempt_status_ = 0;  // recorded: a cut during the wait is of no attempt's answer
@@ -71,6 +76,9 @@ Task<bool> TurnRun::run() {
             // At once, no wait (section 13).
             CandidateStates::process().count_fallback(plan_.client_model, order_[*fall_to].ref->client_model);
             move_to(*fall_to, clock_.now(), false);
+            if (admission_on()) {
+                if (auto ended = co_await pass_admission(&failed)) co_return *ended;
+            }
             continue;
         }
         // Wait, then check again before the send: the wait may have overrun.
@@ -86,6 +94,9 @@ Task<bool> TurnRun::run() {
         // The replay's breaker may hold it back: it then falls over when a
         // later candidate is usable.
         if (auto later = admit_replay(now)) move_to(*later, now, false);
+        if (admission_on()) {
+            if (auto ended = co_await pass_admission(&failed)) co_return *ended;
+        }
     }
 }
 

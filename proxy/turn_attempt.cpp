@@ -96,6 +96,7 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
         transport::Exchange& ex = *a.exchange;
         const int status = static_cast<int>(ex.head().result_int());
         attempt_status_ = status;
+        if (admission_on() && route_->admission.honour_ratelimit_headers) note_ratelimit(ex.head());
         if (status >= 300 && status < 400) {
             failed = failure(K::upstream_redirect, policy::classify_http(status, {}, plan_.endpoint));
         } else if (status >= 200 && status < 300 && ex.event_stream()) {

@@ -11,16 +11,23 @@ namespace {
 
 using policy::Admit;
 
-// Whether `c` lets a turn's first attempt through at `now`.
-bool usable_ref(const CandidateRef& c, Clock::time_point now, bool ignore_cooldown) {
-    std::lock_guard lock(c.state->mutex);
-    return c.state->breaker.usable(now) && (ignore_cooldown || now >= c.state->cooldown_until);
+// Whether `c` lets a turn's first attempt through at `now`: its breaker,
+// and unless `breaker_only`, no cooldown, no rate-limit hold and a free
+// admission slot with nobody queued for one (section 14).
+bool usable_ref(const CandidateRef& c, Clock::time_point now, bool breaker_only) {
+    CandidateState& s = *c.state;
+    std::lock_guard lock(s.mutex);
+    if (!s.breaker.usable(now)) return false;
+    if (breaker_only) return true;
+    if (now < s.cooldown_until) return false;
+    if (!s.limit) return true;
+    return now >= s.hold_until && s.queue.empty() && s.admitted < s.limit->limit(now);
 }
 
 }  // namespace
 
-bool TurnRun::usable(std::size_t index, Clock::time_point now, bool ignore_cooldown) const {
-    return usable_ref(*order_[index].ref, now, ignore_cooldown);
+bool TurnRun::usable(std::size_t index, Clock::time_point now, bool breaker_only) const {
+    return usable_ref(*order_[index].ref, now, breaker_only);
 }
 
 std::optional<std::size_t> TurnRun::next_usable(Clock::time_point now) const {
@@ -139,6 +146,8 @@ std::optional<std::size_t> TurnRun::admit_replay(Clock::time_point now) {
 }
 
 void TurnRun::leave_candidate() {
+    release_replay();
+    release_slot();
     if (!on_candidate_) return;
     on_candidate_ = false;
     order_[cur_].ref->state->inflight.fetch_sub(1, std::memory_order_relaxed);
@@ -203,6 +212,9 @@ int TurnRun::attempts_per_candidate() const {
 
 policy::Decision TurnRun::decide(const Failed& failed, std::optional<std::size_t>& fall_to) {
     breaker_retry_after_ = failed.retry_after_ms;
+    // The replay that failed (if it was one) leaves the budget.
+    release_replay();
+    if (admission_on()) note_backpressure(failed);
     const auto now = clock_.now();
     if (failed.status == 429 && !order_.empty()) {
         // New turns skip a throttled candidate until its Retry-After, while
@@ -234,7 +246,18 @@ policy::Decision TurnRun::decide(const Failed& failed, std::optional<std::size_t
             return replays_.fall_over(failure, now);
         }
     }
-    return replays_.after_failure(failure, now, clock_.draw());
+    const policy::Decision d = replays_.after_failure(failure, now, clock_.draw());
+    if (d.verdict != policy::Verdict::retry || order_.empty() || reserve_replay()) return d;
+    // The retry budget refuses the replay (section 14): not waited for; the
+    // turn falls over to a later usable candidate, else ends on this answer.
+    replays_.cancel_wait(d.wait_ms);
+    if (phase_ != Phase::answering && policy::replays_every_class(plan_.endpoint)) {
+        if (auto later = next_usable(now)) {
+            fall_to = later;
+            return replays_.fall_over(failure, now);
+        }
+    }
+    return policy::Decision{policy::Verdict::exhausted, policy::Bound::retry_budget, 0, "retry-budget"};
 }
 
 }  // namespace modelproxy::proxy

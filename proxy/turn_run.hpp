@@ -12,6 +12,7 @@
 // does the I/O they ask for, and sleeps.
 #pragma once
 
+#include "policy/admission.hpp"
 #include "policy/breaker.hpp"
 #include "policy/candidates.hpp"
 #include "policy/classify.hpp"
@@ -141,8 +142,9 @@ private:
     Task<std::optional<bool>> wait_half_open();
     // Whether the candidate at `index` is usable at `now` for a turn's first
     // attempt on it: its breaker lets it through and, unless
-    // `ignore_cooldown`, it is not cooling down after a 429.
-    bool usable(std::size_t index, Clock::time_point now, bool ignore_cooldown) const;
+    // `breaker_only`, it is not cooling down after a 429, not held by the
+    // provider's rate-limit headers, and has a free admission slot.
+    bool usable(std::size_t index, Clock::time_point now, bool breaker_only) const;
     // The first usable candidate after the current one, if any.
     std::optional<std::size_t> next_usable(Clock::time_point now) const;
     // The turn moves to candidate `index` (its in-flight count, its route's
@@ -171,6 +173,25 @@ private:
     std::string_view fallback_from() const;
     const policy::FallbackOn& fallback_on() const;
     int attempts_per_candidate() const;
+
+    // turn_load.cpp: the turn under load (docs/behaviour.md section 14).
+    // A replay on the current candidate takes a place in its retry budget;
+    // false when the budget refuses it (counted).
+    bool reserve_replay();
+    void release_replay();  // the replay's attempt ended, or the turn left the candidate
+    void release_slot();    // the attempt's admission slot goes to the queue's head
+    // A failure's backpressure shrinks the candidate's admission limit.
+    void note_backpressure(const Failed& failed);
+    // An answer's rate-limit headers may hold new attempts to the candidate.
+    void note_ratelimit(const transport::ResponseHeader& head);
+    // Before a send on a candidate whose route has admission: the rate-limit
+    // hold, then a slot, waited for in arrival order within the turn's
+    // deadline and queue_timeout_ms. nullopt: send; else the turn ended
+    // (answered, or the client left), with run()'s result. `last`: the
+    // failed attempt the turn has, passed on if no slot comes in time.
+    Task<std::optional<bool>> pass_admission(Failed* last);
+    Task<bool> refuse_admission(Failed* last, std::int64_t retry_after_s);
+    bool admission_on() const { return route_->admission.enabled; }
 
     // The failed attempt's decision (policy/turn_replays.hpp; a fall-over,
     // policy/candidates.hpp), at the turn clock's now, with its draw. A
@@ -410,6 +431,9 @@ private:
     // the turn waits until this half-open, or is refused with circuit_open.
     std::optional<Clock::time_point> fail_fast_at_;
     std::int64_t retry_after_s_ = -1;  // the proxy's own envelope carries Retry-After when >= 0
+    // Section 14 (turn_load.cpp).
+    bool replay_held_ = false;  // a place in the current candidate's retry budget
+    bool slot_held_ = false;    // an admission slot of the current candidate
 };
 
 }  // namespace modelproxy::proxy
