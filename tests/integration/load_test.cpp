@@ -265,3 +265,51 @@ TEST_CASE("pacing: a hold longer than queue_timeout_ms answers at once with its 
         CHECK(fake.request_count() == 2);
     }
 }
+
+TEST_CASE("a replay the budget refuses falls over at once to a later usable candidate", "[load][budget]") {
+    FakeProvider primary, backup;
+    primary.set_default(Script::json(503, server_error));
+    std::string mini = answer;
+    mini.replace(mini.find("gpt-4o"), 6, "gpt-4o-mini");
+    backup.set_default(Script::json(200, mini));
+    auto proxy = start_proxy("routes:\n  - name: east\n    upstream: " + primary.base_url("/v1") +
+                             "\n    models: [gpt-4o]\n    retry: {budget_ratio: 0, budget_min_concurrency: 0}\n"
+                             "  - name: west\n    upstream: " + backup.base_url("/v1") +
+                             "\n    models: [gpt-4o-mini]\nmodels:\n  - name: gpt-4o\n    fallbacks: [gpt-4o-mini]\n");
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat);
+    REQUIRE(r.ok());
+    CHECK(r.status == 200);
+    CHECK(r.header("x-modelproxy-route") == "west");
+    CHECK(r.header("x-modelproxy-attempts") == "2");
+    CHECK(primary.request_count() == 1);  // attempts_per_candidate 2, but no replay in the budget
+    REQUIRE(proxy->wait_for_records("turn", 1, bound));
+    const auto attempts = records_of(*proxy, "attempt");
+    REQUIRE(attempts.size() == 2);
+    CHECK(attempts[0].str("decision") == "fallback");
+}
+
+TEST_CASE("admission: a replay that gets no slot in time passes the upstream's answer on, bound queue_timeout_ms",
+          "[load][admission]") {
+    FakeProvider fake;
+    fake.push(Script::json(503, server_error));                              // the first turn's attempt
+    fake.push(Script().sleep(2000ms).then(Script::json(200, answer)));        // a second turn holds the slot
+    fake.set_default(Script::json(200, answer));
+    auto proxy = start_proxy(solo(fake, "{base_delay_ms: 600, max_delay_ms: 600, min_attempt_ms: 10}",
+                                  "{enabled: true, initial_limit: 1, min_limit: 1, max_limit: 1, "
+                                  "queue_timeout_ms: 300}"));
+    auto send = [&proxy] { return proxy->client().post_json("/v1/chat/completions", chat); };
+    auto first = std::async(std::launch::async, send);
+    REQUIRE(fake.wait_for_requests(1, bound));
+    // The first turn waits 600 ms before its replay, holding no slot: this one takes it.
+    auto second = std::async(std::launch::async, send);
+    REQUIRE(fake.wait_for_requests(2, bound));
+    const Response r = first.get();
+    REQUIRE(r.ok());
+    CHECK(r.status == 503);
+    CHECK(r.body == server_error);
+    CHECK(r.header("x-modelproxy-decision") == "exhausted");
+    CHECK(r.header("x-modelproxy-bound") == "queue_timeout_ms");
+    CHECK(r.header("x-modelproxy-attempts") == "1");
+    CHECK(second.get().status == 200);
+    CHECK(fake.request_count() == 2);
+}
