@@ -126,3 +126,27 @@ TEST_CASE("the catch-all route keeps a state per served name, at most 256, the l
     CHECK(first_seen == first.get());
     CHECK(again != first);
 }
+
+TEST_CASE("two models that fall back to each other are accepted, and each list stops after one hop", "[candidates]") {
+    CandidateStates states;
+    const config::Config cfg = load(R"(
+routes:
+  - name: east
+    upstream: http://127.0.0.1:1/v1
+    models: [a]
+  - name: west
+    upstream: http://127.0.0.1:2/v1
+    models: [b]
+models:
+  - name: a
+    fallbacks: [b]
+  - name: b
+    fallbacks: [a]
+)");
+    CandidateTable table;
+    table.build(cfg, states);
+    REQUIRE(table.find("a")->list.size() == 2);
+    CHECK(table.find("a")->list[1].client_model == "b");
+    REQUIRE(table.find("b")->list.size() == 2);
+    CHECK(table.find("b")->list[1].client_model == "a");
+}
