@@ -8,7 +8,7 @@
 //   "budget+admission": admission on, honour_ratelimit_headers false;
 //   "budget+admission+pacing": admission on, honour_ratelimit_headers true.
 // Every row names a section 14 key, so a binary without them refuses each;
-// the v1 row can then be written without them (section14_keys false).
+// the v1 row can then be written without the keys that binary refuses.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,8 @@ enum class RowKind { v1, budget, admission, pacing };
 
 struct RowSettings {
     std::uint16_t provider_port = 0;
-    bool section14_keys = true;  // false: leave retry's budget keys and admission out (v1 on an older binary)
+    bool budget_keys = true;     // false: leave retry's budget keys out (v1 on a binary without them)
+    bool admission_keys = true;  // false: leave the admission block out (the same)
 };
 
 inline constexpr long kTurnTimeoutMs = 60000;  // routes[].timeout_ms
