@@ -7,7 +7,7 @@
 // answers 503 for a while (timeline.hpp). The callers (callers.hpp) run
 // through each row; the report (report.hpp) prints the markdown table with
 // the targets of the last row, and writes every row's per-second account,
-// config, records and /metrics to --dir.
+// config, records, /metrics, turns and provider attempts (CSV) to --dir.
 //
 // A row whose config the binary refuses (a binary without section 14's
 // keys) is reported as not started, with the refusal, and the run goes on.
@@ -48,7 +48,8 @@ const char* const usage =
     "  --quick          --scale 0.25: 22.5 s of load per row, a smoke run\n"
     "  --rate R         requests/s the provider admits, a multiple of 10 (default 100)\n"
     "  --callers N      closed-loop callers (default 200)\n"
-    "  --service-ms MS  how long the provider takes over an admitted request (default 200)\n"
+    "  --service-ms MS  how long the provider takes over an admitted request, on average: each takes\n"
+    "                   0.5..1.5 x MS (default 200)\n"
     "  --rows LIST      comma list of v1, budget, admission, pacing (default all four, in that order)\n"
     "  --stream         streamed turns (default: JSON answers)\n"
     "  --workers N      the proxy's --workers (default 0: one per core)\n"
@@ -148,9 +149,28 @@ std::string metrics_text(std::uint16_t port) {
     }
 }
 
-bool names_section14(const std::string& refusal) {
-    return refusal.find("budget") != std::string::npos || refusal.find("admission") != std::string::npos;
+// The raw figures of a row, for a look the report does not take.
+std::string turns_csv(const std::vector<Turn>& turns) {
+    std::string out = "sent_ms,end_ms,status,ok,attempts,error\n";
+    char line[160];
+    for (const auto& t : turns) {
+        std::snprintf(line, sizeof line, "%.1f,%.1f,%u,%d,%d,", t.due_ms, t.end_ms, t.status, t.ok ? 1 : 0, t.attempts);
+        out += line + t.error + "\n";
+    }
+    return out;
 }
+
+std::string attempts_csv(const std::vector<Attempt>& attempts) {
+    std::string out = "arrive_ms,status\n";
+    char line[64];
+    for (const auto& a : attempts) {
+        std::snprintf(line, sizeof line, "%.1f,%u\n", a.arrive_ms, a.status);
+        out += line;
+    }
+    return out;
+}
+
+bool names(const std::string& refusal, const char* key) { return refusal.find(key) != std::string::npos; }
 
 RowData run_row(const Options& o, RowKind kind) {
     RowData row;
@@ -167,14 +187,19 @@ RowData run_row(const Options& o, RowKind kind) {
     write_file(config, row_config(kind, settings));
     ProxyRun proxy(o.binary, config, o.workers);
     auto refused = proxy.check();
-    if (refused && kind == RowKind::v1 && names_section14(*refused)) {
-        // A binary from before section 14 has no budget and no admission, nor
-        // their keys; the v1 row measures it without them.
-        settings.section14_keys = false;
+    if (refused && kind == RowKind::v1 && (names(*refused, "budget") || names(*refused, "admission"))) {
+        // A binary from before section 14 has no budget or no admission, nor
+        // their keys; the v1 row measures it without the keys it refuses
+        // (there is nothing of theirs to turn off).
+        settings.budget_keys = !names(*refused, "budget");
+        settings.admission_keys = !names(*refused, "admission");
         write_file(config, row_config(kind, settings));
         refused = proxy.check();
-        row.notes.push_back("v1: this binary does not know section 14's keys (`retry.budget_min_concurrency`, "
-                            "`admission`); the row ran without them (it has no budget or admission to turn off).");
+        std::string left_out = settings.budget_keys ? "" : "`retry.budget_min_concurrency`";
+        if (!settings.admission_keys) left_out += std::string(left_out.empty() ? "" : " and ") + "`admission`";
+        row.notes.push_back("v1: this binary does not know " + left_out + "; the row ran without " +
+                            (settings.budget_keys == settings.admission_keys ? "them" : "it") +
+                            " (it has nothing of theirs to turn off).");
     }
     if (refused) {
         row.not_started = "modelproxy check --config " + config.string() + " refused it:\n" + *refused;
@@ -202,6 +227,8 @@ RowData run_row(const Options& o, RowKind kind) {
     for (const auto& [at, line] : proxy.stdout_lines()) records += line + "\n";
     for (const auto& line : proxy.stderr_lines()) errors += line + "\n";
     write_file(o.dir / (name + ".records.jsonl"), records);
+    write_file(o.dir / (name + ".turns.csv"), turns_csv(row.turns));
+    write_file(o.dir / (name + ".attempts.csv"), attempts_csv(row.attempts));
     write_file(o.dir / (name + ".stderr.log"), errors);
     const auto ok = std::count_if(row.turns.begin(), row.turns.end(), [](const Turn& t) { return t.ok; });
     say("row " + std::string(to_string(kind)) + ": " + std::to_string(ok) + " of " + std::to_string(row.turns.size()) +

@@ -5,6 +5,7 @@
 #include <boost/beast/http.hpp>
 
 #include <mutex>
+#include <random>
 #include <string>
 
 namespace modelproxy::load {
@@ -78,6 +79,7 @@ struct Provider::State {
     mutable std::mutex mu;
     RateWindow window;
     const double service_ms;
+    std::mt19937 draw{1};
     Clock::time_point t0 = Clock::now();
     std::vector<Attempt> attempts;
 
@@ -96,6 +98,10 @@ struct Provider::State {
         }
         attempts.push_back(Attempt{at, status});
         return {status, s};
+    }
+    double service_time() {
+        std::lock_guard lock(mu);
+        return std::uniform_real_distribution<double>(0.5 * service_ms, 1.5 * service_ms)(draw);
     }
     RateWindow::State peek() {
         std::lock_guard lock(mu);
@@ -132,7 +138,7 @@ net::awaitable<void> serve(std::shared_ptr<Provider::State> state, tcp::socket s
         } else {
             if (state->service_ms > 0) {
                 timer.expires_after(std::chrono::duration_cast<Clock::duration>(
-                    std::chrono::duration<double, std::milli>(state->service_ms)));
+                    std::chrono::duration<double, std::milli>(state->service_time())));
                 co_await timer.async_wait(use_tuple);
             }
             res = completion(requested_model(req.body()), wants_stream(req.body()), req.version());

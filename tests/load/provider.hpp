@@ -3,7 +3,9 @@
 // (any path) is answered by its timeline (timeline.hpp) when it has been
 // read: down, 503 with an OpenAI error body and no rate-limit headers;
 // otherwise the rate window (rate_window.hpp) admits it, answered 200 after
-// service_ms with a chat completion naming the requested model (an SSE
+// a service time drawn uniformly from 0.5..1.5 x service_ms (a fixed seed,
+// so each row draws the same sequence; not one fixed time, so that callers
+// served together do not come back together) with a chat completion naming the requested model (an SSE
 // stream ending in `[DONE]` when the body holds `"stream":true`, else one
 // JSON object), or refuses it, answered 429 at once with OpenAI's
 // rate_limit_exceeded body and `Retry-After: 1`. Both carry

@@ -153,7 +153,8 @@ std::string summary_table(const std::vector<RowData>& rows, const ReportContext&
            (c.stream ? "streamed" : "not streamed") + " (POST /v1/chat/completions); a turn is ok when it is a 200 "
            "carrying the whole answer. The fake provider admits R = " + fixed(c.rate, 0) + " requests/s as " +
            fixed(c.rate * c.window_ms / 1000, 0) + " per fixed " + fixed(c.window_ms, 0) + " ms window, answers an "
-           "admitted one 200 after " + fixed(c.service_ms, 0) + " ms and one above the window's count 429 at once "
+           "admitted one 200 after " + fixed(0.5 * c.service_ms, 0) + ".." + fixed(1.5 * c.service_ms, 0) +
+           " ms (uniform) and one above the window's count 429 at once "
            "(Retry-After: 1); both carry x-ratelimit-limit-requests (the window's count), "
            "x-ratelimit-remaining-requests and x-ratelimit-reset-requests (until the next window) as they are when "
            "the answer is written. From " + seconds(tl.down_start()) + " s to " + seconds(tl.down_end()) + " s it "

@@ -61,7 +61,7 @@ struct ReportContext {
     double rate = 100;        // R: what the provider admits per second
     double window_ms = 100;   // its rate window
     int callers = 200;
-    double service_ms = 200;  // a 200's time at the provider
+    double service_ms = 200;  // a 200's mean time at the provider (uniform over 0.5..1.5 x)
     bool stream = false;
 };
 
