@@ -160,8 +160,11 @@ void TurnRun::settle(const policy::BreakerFacts& facts, std::optional<std::int64
     const policy::BreakerCount count = policy::breaker_count(facts);
     std::optional<policy::BreakerTransition> moved;
     {
+        const auto now = clock_.now();
         std::lock_guard lock(s.mutex);
-        moved = s.breaker.settle(admitted_, count, clock_.now(), retry_after_ms);
+        moved = s.breaker.settle(admitted_, count, now, retry_after_ms);
+        // A success grows the admission limit (section 14).
+        if (count == policy::BreakerCount::success && s.limit) s.limit->on_success(now);
     }
     if (moved) record_breaker(s, *moved);
 }
