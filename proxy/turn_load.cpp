@@ -87,9 +87,36 @@ void TurnRun::note_ratelimit(const transport::ResponseHeader& head) {
     if (until > s.hold_until) s.hold_until = until;
 }
 
+Task<std::optional<bool>> TurnRun::wait_hold(std::optional<Timer>& timer, Clock::time_point until, Failed* last) {
+    CandidateState& s = *current().ref->state;
+    bool counted = false;
+    for (;;) {
+        const auto now = clock_.now();
+        Clock::time_point hold;
+        {
+            std::lock_guard lock(s.mutex);
+            hold = s.hold_until;
+        }
+        if (hold <= now) co_return std::nullopt;
+        if (!counted) s.ratelimit_holds.fetch_add(1, std::memory_order_relaxed);
+        counted = true;
+        if (hold > until) {
+            // No wait that cannot end in a send: answered at once.
+            release_slot();
+            s.admission_rejections.fetch_add(1, std::memory_order_relaxed);
+            co_return co_await refuse_admission(last, (ceil_ms(hold - now) + 999) / 1000);
+        }
+        if (!timer) timer.emplace(client_.get_executor());
+        timer->expires_at(hold);
+        co_await timer->async_wait(use_tuple);
+        if (watch_cut()) co_return false;
+        // Another answer may have moved the hold on meanwhile: read it again.
+    }
+}
+
 Task<std::optional<bool>> TurnRun::pass_admission(Failed* last) {
     CandidateState& s = *current().ref->state;
-    auto now = clock_.now();
+    const auto now = clock_.now();
     // Inside the turn's deadline and queue_timeout_ms (0: the deadline).
     const std::int64_t left = std::max<std::int64_t>(replays_.left_ms(now), 0);
     const std::int64_t queue_ms = route_->admission.queue_timeout_ms > 0
@@ -98,32 +125,15 @@ Task<std::optional<bool>> TurnRun::pass_admission(Failed* last) {
     const auto until = now + std::chrono::milliseconds(queue_ms);
     std::optional<Timer> timer;
 
-    // The provider's rate-limit hold: waited out when it ends in time, else
-    // the turn is answered at once (no wait that cannot end in a send).
-    Clock::time_point hold;
-    {
-        std::lock_guard lock(s.mutex);
-        hold = s.hold_until;
-    }
-    if (hold > now) {
-        s.ratelimit_holds.fetch_add(1, std::memory_order_relaxed);
-        if (hold > until) {
-            s.admission_rejections.fetch_add(1, std::memory_order_relaxed);
-            co_return co_await refuse_admission(last, (ceil_ms(hold - now) + 999) / 1000);
-        }
-        timer.emplace(client_.get_executor());
-        timer->expires_at(hold);
-        co_await timer->async_wait(use_tuple);
-        if (watch_cut()) co_return false;
-        now = clock_.now();
-    }
+    // The provider's rate-limit hold, waited out when it ends in time.
+    if (auto ended = co_await wait_hold(timer, until, last)) co_return *ended;
 
     // A slot: at once when one is free and nobody waits, else in the queue.
     std::shared_ptr<AdmissionWaiter> waiter;
     {
         std::lock_guard lock(s.mutex);
         if (!s.limit) co_return std::nullopt;  // admission turned off by a reload
-        if (s.queue.empty() && s.admitted < s.limit->limit(now)) {
+        if (s.queue.empty() && s.admitted < s.limit->limit(clock_.now())) {
             ++s.admitted;
             slot_held_ = true;
             co_return std::nullopt;
@@ -149,9 +159,13 @@ Task<std::optional<bool>> TurnRun::pass_admission(Failed* last) {
     }
     if (granted) slot_held_ = true;
     if (watch_cut()) co_return false;  // the slot, if granted, goes back with the turn
-    if (granted) co_return std::nullopt;
-    s.admission_rejections.fetch_add(1, std::memory_order_relaxed);
-    co_return co_await refuse_admission(last, 1);
+    if (!granted) {
+        s.admission_rejections.fetch_add(1, std::memory_order_relaxed);
+        co_return co_await refuse_admission(last, 1);
+    }
+    // A hold that began while it queued (another attempt's answer) holds
+    // it too, its slot kept: the queue's order stands.
+    co_return co_await wait_hold(timer, until, last);
 }
 
 Task<bool> TurnRun::refuse_admission(Failed* last, std::int64_t retry_after_s) {

@@ -191,6 +191,9 @@ private:
     // failed attempt the turn has, passed on if no slot comes in time.
     Task<std::optional<bool>> pass_admission(Failed* last);
     Task<bool> refuse_admission(Failed* last, std::int64_t retry_after_s);
+    // The rate-limit hold: nullopt once none is in force; the turn ended
+    // (refused, its slot given back, or the client left) when it ends past `until`.
+    Task<std::optional<bool>> wait_hold(std::optional<Timer>& timer, Clock::time_point until, Failed* last);
     bool admission_on() const { return route_->admission.enabled; }
 
     // The failed attempt's decision (policy/turn_replays.hpp; a fall-over,
