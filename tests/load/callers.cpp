@@ -89,10 +89,26 @@ net::awaitable<void> caller(const CallerSpec& spec, Clock::time_point t0, const 
         }
         turn.ok = whole_answer(turn.status, res.body(), spec.stream);
         const bool keep = res.keep_alive();
+        // A failed turn is followed by a pause, as the official SDKs pause
+        // before they retry: the answer's Retry-After (whole seconds), else
+        // half a second. A caller that resent at once would measure its own
+        // loop, not the proxy.
+        std::int64_t pause_ms = 0;
+        if (!turn.ok) {
+            pause_ms = 500;
+            if (auto it = res.find("retry-after"); it != res.end()) {
+                const int s = std::atoi(std::string(it->value()).c_str());
+                if (s > 0) pause_ms = std::min(s, 60) * 1000;
+            }
+        }
         if (turn.ok) finish("");
         else if (turn.status != 200) finish(cause);
         else finish(res.body().find("\"error\"") != std::string::npos ? "200 ended by an error event" : "200 incomplete");
         if (!keep) stream.reset();
+        if (pause_ms > 0) {
+            pause.expires_after(std::chrono::milliseconds(pause_ms));
+            co_await pause.async_wait(use_tuple);
+        }
     }
 }
 
