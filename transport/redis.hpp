@@ -101,7 +101,9 @@ public:
 
     // Sends one command (`args[0]` the command's name, binary-safe
     // arguments) and waits for its reply, at most `timeout` (connecting
-    // included when this call makes the connection).
+    // included when this call makes the connection). From inside a
+    // coroutine, name the vector first: GCC 12 does not compile a braced
+    // list of strings as a coroutine call's argument there.
     Task<RedisResult> call(std::vector<std::string> args, std::chrono::milliseconds timeout);
 
     // EVALSHA of `script` with `keys` and `args`; when Redis does not know
