@@ -38,8 +38,8 @@ std::vector<KeySpec> fleet_specs() {
                   "letters, digits, `:`, `.`, `_`, `-`; 1..64 characters",
                   "prefix of every Redis key the proxy writes; replicas that share state use the same"),
         integer_key("fleet.timeout_ms", fleet.timeout_ms, redis_timeout,
-                    "a Redis call slower than this counts as failed; after 3 failed calls in a row the replica "
-                    "uses its own state until Redis answers well for 3 s"),
+                    "a Redis call slower than this counts as failed; after 3 failed or slow calls in a row the "
+                    "replica uses its own state until Redis answers well for 3 s"),
     };
 }
 
