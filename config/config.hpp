@@ -69,6 +69,15 @@ struct Upstream {
     std::string base_path;               // "" or "/v1" (no trailing '/')
 };
 
+// routes[].quota (docs/behaviour.md section 15): the provider key's own
+// limits per minute. 0 = no limit on that dimension; a present `quota` sets
+// at least one.
+struct Quota {
+    std::int64_t requests_per_minute = 0;  // 1..100000000
+    std::int64_t tokens_per_minute = 0;    // 1..10000000000
+    friend bool operator==(const Quota&, const Quota&) = default;
+};
+
 struct Route {
     std::string name;
     std::string upstream_url;            // as written
@@ -94,6 +103,7 @@ struct Route {
     bool wildcard = false;               // lists "*"
     policy::RetryConfig retry;           // catalog merged with the route's override
     policy::AdmissionConfig admission;   // catalog merged with the route's override (section 14)
+    std::optional<Quota> quota;          // section 15; nullopt: no quota
     std::optional<std::string> api_key;  // filled by resolve_environment; nullopt = pass client credentials through
 };
 
@@ -108,6 +118,22 @@ struct ModelPolicy {
     policy::FallbackOn fallback_on;       // the five classes by default
 };
 
+// The `fleet` block (docs/behaviour.md section 15): the Redis server
+// replicas share state through. Config::fleet is set only when `redis` is;
+// the URL holds no user or password (the loader refuses them).
+struct Fleet {
+    std::string redis_url;               // as written: redis://HOST[:PORT][/DB] or rediss://
+    bool tls = false;                    // rediss://
+    std::string host;                    // parsed; without brackets for IPv6
+    std::uint16_t port = 6379;           // explicit or 6379
+    int db = 0;                          // 0..15, from the path
+    std::string password_env;            // empty: no AUTH
+    std::optional<std::string> password; // filled by resolve_environment from password_env
+    std::string ca_file;                 // rediss:// only; empty: the system trust store
+    std::string key_prefix = "modelproxy:";
+    std::int64_t timeout_ms = 50;        // a Redis call slower than this counts as failed
+};
+
 struct Config {
     std::string listen_host = "127.0.0.1";
     std::uint16_t listen_port = 8080;
@@ -119,6 +145,7 @@ struct Config {
     Boundary boundary;
     std::vector<Route> routes;
     std::vector<ModelPolicy> models;     // the `models` block, in file order
+    std::optional<Fleet> fleet;          // section 15; nullopt: state per replica
 };
 
 struct Problem {
@@ -152,8 +179,9 @@ struct EnvResult {
     std::vector<std::string> notices;    // one stderr line each (e.g. credentials passed through)
 };
 
-// Reads api_key_env and clients.tokens_env through getenv, fills Route::api_key
-// and Clients::tokens, and applies the rules that need them: api_key_required,
+// Reads api_key_env, clients.tokens_env and fleet.password_env through
+// getenv, fills Route::api_key, Clients::tokens and Fleet::password (an
+// unset, empty or control-character password is an error), and applies the rules that need them: api_key_required,
 // and docs/behaviour.md section 12's refusal to listen open on a non-loopback address while a
 // route injects a key. Call after CLI overrides (--listen) are applied.
 EnvResult resolve_environment(Config& config, const Getenv& getenv);

@@ -1,6 +1,8 @@
 // resolve_environment: the step after loading that reads the variables the
-// file names (docs/behaviour.md section 3: secrets never live in the file) and applies the
-// rules that need their values (api_key_required, docs/behaviour.md section 12).
+// file names: route keys, client tokens, the fleet's Redis password
+// (docs/behaviour.md section 3: secrets never live in the file), and applies
+// the rules that need their values (api_key_required, docs/behaviour.md
+// section 12).
 #include "config/config.hpp"
 #include "config/syntax.hpp"
 #include "config/yaml_reader.hpp"
@@ -72,6 +74,31 @@ void resolve_client_tokens(Clients& clients, const Getenv& getenv, EnvResult& re
     }
 }
 
+// fleet.password_env (docs/behaviour.md section 15): a variable the file
+// names must hold the password, or the replica could never share state.
+void resolve_fleet_password(std::optional<Fleet>& fleet, const Getenv& getenv, EnvResult& result) {
+    if (!fleet) {
+        return;
+    }
+    fleet->password.reset();
+    if (fleet->password_env.empty()) {
+        return;
+    }
+    const char* value = getenv(fleet->password_env.c_str());
+    if (value == nullptr || *value == '\0') {
+        result.errors.push_back(Problem{"fleet.password_env", fleet->password_env +
+                                                                   (value == nullptr ? " is not set" : " is empty") +
+                                                                   "; it must hold the Redis password"});
+        return;
+    }
+    if (detail::has_control_character(value)) {
+        result.errors.push_back(Problem{"fleet.password_env", fleet->password_env +
+                                                                   " holds a control character (a trailing newline?)"});
+        return;
+    }
+    fleet->password = std::string(value);
+}
+
 }  // namespace
 
 EnvResult resolve_environment(Config& config, const Getenv& getenv) {
@@ -80,6 +107,7 @@ EnvResult resolve_environment(Config& config, const Getenv& getenv) {
         resolve_route_key(config.routes[i], i, getenv, result);
     }
     resolve_client_tokens(config.clients, getenv, result);
+    resolve_fleet_password(config.fleet, getenv, result);
 
     // docs/behaviour.md section 12: an open listener in front of an injected key would let
     // anyone who can reach the port spend it.

@@ -1,6 +1,7 @@
 // load_config: the document, listen, workers, limits, clients, the retry
 // catalog and boundary. The admission catalog is read by admission.cpp,
-// routes in routes.cpp, the models block in models_block.cpp.
+// routes in routes.cpp, the models block in models_block.cpp, the fleet
+// block in fleet.cpp.
 #include "config/config.hpp"
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
@@ -156,6 +157,9 @@ void read_document(const YAML::Node& root, Config& config, Problems& problems) {
     }
     if (const YAML::Node* boundary = top.find("boundary")) {
         read_boundary(*boundary, config.boundary, problems);
+    }
+    if (const YAML::Node* fleet = top.find("fleet")) {
+        config.fleet = read_fleet(*fleet, problems);
     }
     const YAML::Node* routes = top.find("routes");
     if (routes == nullptr) {

@@ -2,7 +2,8 @@
 // clients, the retry catalog, boundary), routes.cpp (routes and their
 // models), route_outage.cpp (a route's section 13 keys), admission.cpp (the
 // `admission` catalog and a route's override, section 14) and
-// models_block.cpp (the top-level `models` block). Internal to config/.
+// models_block.cpp (the top-level `models` block) and fleet.cpp (the
+// `fleet` block and a route's `quota`, section 15). Internal to config/.
 #pragma once
 
 #include "config/config.hpp"
@@ -71,5 +72,12 @@ std::vector<std::string> listed_model_names(const YAML::Node& routes);
 // then names are not judged against them.
 std::vector<ModelPolicy> read_models_block(const YAML::Node& list, const std::vector<std::string>* listed,
                                            Problems& problems);
+
+// The top-level `fleet:` map (docs/behaviour.md section 15), every key
+// checked; set only when it names a valid `redis` URL.
+std::optional<Fleet> read_fleet(const YAML::Node& node, Problems& problems);
+
+// A route's `quota` (section 15): at least one of its keys when present.
+void read_route_quota(MapReader& route_reader, Route& route, Problems& problems);
 
 }  // namespace modelproxy::config::detail

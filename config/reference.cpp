@@ -69,8 +69,13 @@ constexpr std::string_view rules = R"(
   `https://` upstreams.
 - `headers` may not name the route's `api_key_header` while `api_key_env` is
   set; header names are compared case-insensitively.
-- `api_key_env` and `clients.tokens_env` hold variable names, never values; an
-  empty string is the same as leaving the key out.
+- `api_key_env`, `clients.tokens_env` and `fleet.password_env` hold variable
+  names, never values; an empty string is the same as leaving the key out.
+- `fleet.redis` carries no user or password: the password comes from the
+  variable `fleet.password_env` names. `fleet.tls.ca_file` applies only to a
+  `rediss://` URL. The fleet is on only while `fleet.redis` is set (an empty
+  string is unset); the block's other keys are checked either way.
+- A route's `quota`, when present, sets at least one of its two keys.
 
 ## Deployments and fallbacks (docs/behaviour.md section 13)
 
@@ -211,6 +216,24 @@ route's `retry_budget` and `admission` objects:
 `retry budget: replays off` when both budget keys are 0, and `admission:
 off` when it is not enabled.
 
+## Fleet and quotas (docs/behaviour.md section 15)
+
+Without `fleet.redis` every replica keeps its own breakers and enforces each
+route's `quota` alone. With it, replicas reserve quota in Redis and share
+the breaker failures the provider declared. `modelproxy doctor` prints a
+quota line for each route that has one, after its admission line, and one
+fleet line at the end; `--json` carries each route's `quota` (null without
+one; 0 on a dimension it leaves out) and a top-level `fleet` (null without
+`fleet.redis`):
+
+      quota: requests_per_minute 10000, tokens_per_minute 2000000, shared by the fleet
+    fleet: redis redis://127.0.0.1:6379/0, key_prefix modelproxy:, timeout_ms 50, password from MODELPROXY_REDIS_PASSWORD
+
+`no limit` stands for a dimension the quota leaves out, `each replica its
+own` for `shared by the fleet` without `fleet.redis`, and the fleet line is
+`fleet: per replica (no fleet.redis)` then. The URL is shown from its parts
+(scheme, host, port, database), the password by its variable's name only.
+
 ## At startup and in `check` (after `--listen` and `--workers`)
 
 Once the file passes the rules above, serving and `modelproxy check` apply
@@ -236,6 +259,10 @@ serving would, so run it where and as the proxy will run (`check` takes
 - `boundary.secret_patterns` are compiled by Vectorscan as the response scan
   uses them; one that is not a valid expression, or that matches the empty
   string, is refused.
+- With `fleet.redis` set, the variable `fleet.password_env` names (when it
+  names one) must be set and non-empty, without a control character; and a
+  `rediss://` server's `fleet.tls.ca_file` (else the system trust store) is
+  loaded; one that cannot be is refused.
 - A `listen` host name is resolved once; one that does not resolve is refused.
 )";
 

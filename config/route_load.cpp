@@ -38,4 +38,33 @@ std::vector<std::string> render_route_load(const Route& route) {
     return {std::move(budget), std::move(admission)};
 }
 
+std::optional<std::string> render_route_quota(const Route& route, bool shared) {
+    if (!route.quota) {
+        return std::nullopt;
+    }
+    auto limit = [](std::int64_t value) { return value == 0 ? std::string("no limit") : std::to_string(value); };
+    return "  quota: requests_per_minute " + limit(route.quota->requests_per_minute) + ", tokens_per_minute " +
+           limit(route.quota->tokens_per_minute) + (shared ? ", shared by the fleet" : ", each replica its own");
+}
+
+std::string fleet_url(const Fleet& fleet) {
+    const bool ipv6 = fleet.host.find(':') != std::string::npos;
+    return std::string(fleet.tls ? "rediss://" : "redis://") + (ipv6 ? "[" + fleet.host + "]" : fleet.host) + ":" +
+           std::to_string(fleet.port) + "/" + std::to_string(fleet.db);
+}
+
+std::string render_fleet(const Config& config) {
+    if (!config.fleet) {
+        return "fleet: per replica (no fleet.redis)";
+    }
+    const Fleet& fleet = *config.fleet;
+    std::string line = "fleet: redis " + fleet_url(fleet) + ", key_prefix " + fleet.key_prefix + ", timeout_ms " +
+                       std::to_string(fleet.timeout_ms);
+    line += fleet.password_env.empty() ? ", no password" : ", password from " + fleet.password_env;
+    if (fleet.tls && !fleet.ca_file.empty()) {
+        line += ", tls.ca_file " + fleet.ca_file;
+    }
+    return line;
+}
+
 }  // namespace modelproxy::config

@@ -1,5 +1,5 @@
 // The `routes:` list: each route's keys, its models, its retry override (its
-// admission override is in admission.cpp), and the rules across routes
+// admission override is in admission.cpp, its quota in fleet.cpp), and the rules across routes
 // (unique names, one "*"). A model name may appear in several routes: those
 // are its deployments (docs/behaviour.md section 13).
 #include "config/loader.hpp"
@@ -407,6 +407,7 @@ std::optional<Route> RoutesReader::read(const YAML::Node& node, std::size_t inde
     read_models(reader, route, index);
     read_retry_override(reader, route);
     read_route_admission(reader, route, catalogs_, problems_);
+    read_route_quota(reader, route, problems_);
     return route;
 }
 

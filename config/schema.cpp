@@ -74,7 +74,7 @@ std::string in_units(std::int64_t value, Unit unit) {
     return "";
 }
 
-std::string shown_default(std::int64_t value, Unit unit, const char* zero_meaning = nullptr) {
+std::string shown_default(std::int64_t value, Unit unit, const char* zero_meaning) {
     std::string text = std::to_string(value);
     if (value == 0 && zero_meaning != nullptr) {
         return text + " (" + zero_meaning + ")";
@@ -88,16 +88,16 @@ std::string shown_default(std::int64_t value, Unit unit, const char* zero_meanin
     return text;
 }
 
+}  // namespace
+
 KeySpec integer_key(std::string path, std::int64_t default_value, IntRange range,
-                    std::string description, const char* zero_meaning = nullptr) {
+                    std::string description, const char* zero_meaning) {
     return KeySpec{std::move(path), shown_default(default_value, range.unit, zero_meaning), range,
                    std::nullopt, describe_range(range), std::move(description)};
 }
 
-// An integer key whose range has a bound set by another key: `also` names it
-// after the table's range ("at most the route's timeout_ms").
 KeySpec bounded_key(std::string path, std::int64_t default_value, IntRange range, std::string_view also,
-                    std::string description, const char* zero_meaning = nullptr) {
+                    std::string description, const char* zero_meaning) {
     KeySpec spec = integer_key(std::move(path), default_value, range, std::move(description), zero_meaning);
     spec.range += ", ";
     spec.range += also;
@@ -114,6 +114,8 @@ KeySpec other_key(std::string path, std::string default_value, std::string range
     return KeySpec{std::move(path), std::move(default_value), std::nullopt, std::nullopt, std::move(range),
                    std::move(description)};
 }
+
+namespace {
 
 // "network, timeout, ...": the classes of a fallback_on default.
 std::string classes_text(const policy::FallbackOn& on) {
@@ -356,6 +358,15 @@ std::vector<KeySpec> build_specs() {
     specs.insert(after + 1, outage.begin(), outage.end());
     std::vector<KeySpec> models = models_block_specs();
     specs.insert(specs.end(), models.begin(), models.end());
+    // Section 15: the fleet block after boundary, a route's quota after its admission.
+    const auto after_boundary = std::find_if(
+        specs.begin(), specs.end(), [](const KeySpec& spec) { return spec.path == "boundary.default_patterns"; });
+    std::vector<KeySpec> fleet = fleet_specs();
+    specs.insert(after_boundary + 1, fleet.begin(), fleet.end());
+    const auto after_admission = std::find_if(
+        specs.begin(), specs.end(), [](const KeySpec& spec) { return spec.path == "routes[].admission"; });
+    std::vector<KeySpec> quota = quota_specs();
+    specs.insert(after_admission + 1, quota.begin(), quota.end());
     return specs;
 }
 

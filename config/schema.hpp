@@ -42,6 +42,22 @@ struct KeySpec {
 
 const std::vector<KeySpec>& key_specs();
 
+// Row builders. Defaults are shown with their unit ("300000 (5 min)"), and
+// 0 as `zero_meaning` when given ("0 (off)"); ranges are generated.
+KeySpec integer_key(std::string path, std::int64_t default_value, IntRange range, std::string description,
+                    const char* zero_meaning = nullptr);
+// An integer key whose range has a bound set by another key: `also` names it
+// after the table's range ("at most the route's timeout_ms").
+KeySpec bounded_key(std::string path, std::int64_t default_value, IntRange range, std::string_view also,
+                    std::string description, const char* zero_meaning = nullptr);
+KeySpec decimal_key(std::string path, std::int64_t default_micro, DecimalRange range, std::string description);
+KeySpec other_key(std::string path, std::string default_value, std::string range, std::string description);
+
+// The rows of docs/behaviour.md section 15 (config/schema_fleet.cpp): the
+// `fleet` block, and a route's `quota`.
+std::vector<KeySpec> fleet_specs();
+std::vector<KeySpec> quota_specs();
+
 // The integer range of a schema path. A path that is not an integer key of the
 // table is a programming error: it aborts, so a loader reading a key the
 // schema does not document fails every test that loads a config.

@@ -9,6 +9,7 @@
 #include <boost/url/scheme.hpp>
 #include <boost/url/url_view.hpp>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 
@@ -214,6 +215,83 @@ std::variant<Upstream, std::string> parse_upstream(std::string_view url) {
     }
     upstream.base_path = std::string(path);
     return upstream;
+}
+
+std::variant<RedisUrl, std::string> parse_redis_url(std::string_view url) {
+    namespace urls = boost::urls;
+    const std::string_view schemes = "must start with redis:// or rediss://";
+    if (!scheme_before_rootless_path(url).empty()) {
+        return std::string(schemes);  // "redis:x": no authority, and Boost.URL must not see it
+    }
+    const auto parsed = urls::parse_uri(urls::string_view(url.data(), url.size()));
+    if (!parsed) {
+        return "must be a redis:// or rediss:// URL";
+    }
+    const urls::url_view& view = *parsed;
+    const std::string_view scheme(view.scheme().data(), view.scheme().size());
+    RedisUrl out;
+    if (policy::iequals(scheme, "rediss")) {
+        out.tls = true;
+    } else if (!policy::iequals(scheme, "redis")) {
+        return std::string(schemes);
+    }
+    // User info first: a URL with a password is refused before anything
+    // else is said about it.
+    if (view.has_userinfo()) {
+        return "must not carry a user or password; put the password in an environment variable and name it in "
+               "fleet.password_env";
+    }
+    if (!view.has_authority() || view.encoded_host().empty()) {
+        return "must name a host";
+    }
+    if (view.has_query()) {
+        return "must not have a query";
+    }
+    if (view.has_fragment()) {
+        return "must not have a fragment";
+    }
+    switch (view.host_type()) {
+        case urls::host_type::ipv4:
+            out.host = view.host_ipv4_address().to_string();
+            break;
+        case urls::host_type::ipv6:
+            out.host = view.host_ipv6_address().to_string();
+            break;
+        case urls::host_type::name: {
+            const std::string_view name(view.encoded_host().data(), view.encoded_host().size());
+            if (!is_host_name(name)) {
+                return "must name a host by letters, digits, '.', '-' or an IP address";
+            }
+            out.host = to_lower(name);
+            break;
+        }
+        default:
+            return "must name a host name or an IPv4 or IPv6 address";
+    }
+    if (view.has_port() && !view.port().empty()) {
+        const auto port = parse_port(std::string_view(view.port().data(), view.port().size()));
+        if (!port || *port == 0) {
+            return "port must be 1..65535, got " + std::string(view.port());
+        }
+        out.port = *port;
+    }
+    const std::string_view path(view.encoded_path().data(), view.encoded_path().size());
+    const std::string_view db = path.empty() ? path : path.substr(1);
+    const std::string_view db_rule = "must be redis[s]://HOST[:PORT] then at most /DB, a database number 0..15";
+    if (!path.empty() && path.front() != '/') {
+        return std::string(db_rule);  // "redis://h:9a": Boost.URL reads port 9, path "a"
+    }
+    if (!db.empty()) {
+        if (db.size() > 2 || !std::all_of(db.begin(), db.end(), [](char c) { return is_digit(c); })) {
+            return std::string(db_rule);
+        }
+        const int number = db.size() == 1 ? db[0] - '0' : (db[0] - '0') * 10 + (db[1] - '0');
+        if (number > 15) {
+            return "database must be 0..15, got " + std::string(db);
+        }
+        out.db = number;
+    }
+    return out;
 }
 
 }  // namespace modelproxy::config::detail

@@ -1,5 +1,5 @@
 // Pure string checks the loader applies to single values: header names and
-// values, environment variable names, upstream URLs. Internal to config/.
+// values, environment variable names, upstream and Redis URLs. Internal to config/.
 #pragma once
 
 #include "config/config.hpp"
@@ -32,5 +32,19 @@ std::optional<std::string> refused_header(std::string_view lower_name);
 // http:// or https:// with a host; no userinfo, query, fragment or dot
 // segments. Either the parsed upstream or why it is refused.
 std::variant<Upstream, std::string> parse_upstream(std::string_view url);
+
+// fleet.redis (docs/behaviour.md section 15): redis:// or rediss:// with a
+// host, an optional port 1..65535 (default 6379) and an optional path /DB,
+// a database number 0..15 (default 0); no user or password (the password
+// comes from password_env, so it never sits in a file or a log), query or
+// fragment. Why a refused URL is refused never quotes it: it may hold a
+// password.
+struct RedisUrl {
+    bool tls = false;
+    std::string host;  // without brackets for IPv6; names lower-cased
+    std::uint16_t port = 6379;
+    int db = 0;
+};
+std::variant<RedisUrl, std::string> parse_redis_url(std::string_view url);
 
 }  // namespace modelproxy::config::detail

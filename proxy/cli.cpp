@@ -9,6 +9,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
 
 #include <cstdlib>
 #include <iostream>
@@ -99,6 +100,31 @@ void add_load_json(const config::Route& route, boost::json::object& o) {
     admission["queue_timeout_ms"] = a.queue_timeout_ms;  // 0: the turn deadline
     admission["honour_ratelimit_headers"] = a.honour_ratelimit_headers;
     o["admission"] = std::move(admission);
+    // Section 15: null without a quota; 0 on a dimension it leaves out (no limit).
+    if (route.quota) {
+        o["quota"] = {{"requests_per_minute", route.quota->requests_per_minute},
+                      {"tokens_per_minute", route.quota->tokens_per_minute}};
+    } else {
+        o["quota"] = nullptr;
+    }
+}
+
+// The fleet (section 15): null without fleet.redis. The URL is rebuilt from
+// its parts (config::fleet_url) and the password named by its variable only.
+boost::json::value fleet_json(const config::Config& cfg) {
+    if (!cfg.fleet) return nullptr;
+    const config::Fleet& fleet = *cfg.fleet;
+    boost::json::object o;
+    o["redis"] = config::fleet_url(fleet);
+    o["key_prefix"] = fleet.key_prefix;
+    o["timeout_ms"] = fleet.timeout_ms;
+    if (fleet.password_env.empty()) {
+        o["password_env"] = nullptr;
+    } else {
+        o["password_env"] = fleet.password_env;
+    }
+    o["ca_file"] = fleet.ca_file;
+    return o;
 }
 
 std::string_view to_string(config::PlanWarningKind kind) {
@@ -201,6 +227,8 @@ int doctor_command(const std::string& path, bool json) {
         } else {
             for (const auto& line : policy::render_envelope(envelope)) std::cout << line << "\n";
             for (const auto& line : config::render_route_load(route)) std::cout << line << "\n";
+            if (const auto quota = config::render_route_quota(route, file.config->fleet.has_value()))
+                std::cout << *quota << "\n";
         }
         // Warnings inform; they never change the exit code (docs/behaviour.md section 2).
         for (const auto& w : envelope.warnings) std::cerr << "modelproxy: " << policy::render_warning(envelope, w) << "\n";
@@ -220,7 +248,10 @@ int doctor_command(const std::string& path, bool json) {
         boost::json::object out;
         out["routes"] = std::move(routes);
         out["models"] = std::move(models);
+        out["fleet"] = fleet_json(*file.config);
         std::cout << boost::json::serialize(out) << "\n";
+    } else {
+        std::cout << config::render_fleet(*file.config) << "\n";
     }
     std::cout.flush();
     if (!std::cout) {

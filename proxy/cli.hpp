@@ -18,10 +18,11 @@ int check_command(const ServeOptions& options);
 // cannot be written.
 int reference_command();
 
-// Prints each route's retry envelope, retry budget and admission
+// Prints each route's retry envelope, retry budget, admission and quota
 // (config/route_load.hpp), then the candidate plan of each client
 // model with more than one candidate, a models entry or a warning
-// (config/model_plan.hpp); path "" = the embedded default.
+// (config/model_plan.hpp), then the fleet line; path "" = the embedded
+// default. --json: one object with `routes`, `models` and `fleet`.
 int doctor_command(const std::string& path, bool json);
 
 }  // namespace modelproxy::proxy

@@ -58,6 +58,17 @@ std::variant<std::shared_ptr<const Runtime>, std::vector<std::string>> Runtime::
         while (runtime->pool_keys[owner] != runtime->pool_keys[i]) ++owner;
         runtime->idle_slots.push_back(runtime->metric_slots[owner]);
     }
+    // docs/behaviour.md section 15: a rediss:// fleet server is verified like
+    // an upstream; its trust roots are loaded here so that `check` refuses a
+    // ca_file serving could not load.
+    if (cfg.fleet && cfg.fleet->tls) {
+        auto made = transport::make_tls_context(config::Tls{cfg.fleet->ca_file, "", ""});
+        if (auto* error = std::get_if<std::string>(&made)) {
+            problems.push_back("fleet.tls: " + *error);
+        } else {
+            runtime->fleet_tls = std::get<transport::TlsContext>(std::move(made));
+        }
+    }
     std::vector<std::string> keys;
     for (const auto& route : cfg.routes)
         if (route.api_key && !route.api_key->empty()) keys.push_back(*route.api_key);

@@ -42,6 +42,7 @@ using transport::use_tuple;
 struct Runtime {
     config::Config config;
     std::vector<transport::TlsContext> tls;   // per route, index as config.routes (null context for http)
+    transport::TlsContext fleet_tls;          // a rediss:// fleet.redis's (section 15); null otherwise
     std::vector<std::string> pool_keys;       // per route: which pool its connections go to
     // Per route: its metrics slot (metrics.hpp), and the slot under which the
     // idle connections of its pool are reported: the first route in config

@@ -101,9 +101,9 @@ std::string rewrite_model(std::string_view body, Span span, std::string_view new
     return replace_span(body, span, value);
 }
 
-MultipartModel multipart_model(std::string_view content_type, std::string_view body) {
+std::optional<std::vector<MultipartPart>> multipart_parts(std::string_view content_type, std::string_view body) {
     const auto boundary = header_param(content_type, "boundary");
-    if (!boundary || boundary->empty()) return {};
+    if (!boundary || boundary->empty()) return std::nullopt;
     const std::string delimiter = "--" + *boundary;
     const std::string next_delimiter = "\r\n" + delimiter;
 
@@ -111,35 +111,63 @@ MultipartModel multipart_model(std::string_view content_type, std::string_view b
     std::size_t pos = 0;
     if (!body.starts_with(delimiter)) {
         pos = body.find(next_delimiter);
-        if (pos == std::string_view::npos) return {};
+        if (pos == std::string_view::npos) return std::nullopt;
         pos += 2;
     }
-    MultipartModel found;
-    int models = 0;
+    std::vector<MultipartPart> parts;
     while (true) {
         pos += delimiter.size();
         if (body.substr(pos, 2) == "--") break;  // the close delimiter
         while (pos < body.size() && is_ows(body[pos])) ++pos;  // transport padding
-        if (body.substr(pos, 2) != "\r\n") return {};
+        if (body.substr(pos, 2) != "\r\n") return std::nullopt;
         pos += 2;
         const std::size_t part_end = body.find(next_delimiter, pos);
-        if (part_end == std::string_view::npos) return {};
+        if (part_end == std::string_view::npos) return std::nullopt;
         std::string_view headers;
         std::size_t content = pos;
         if (body.substr(pos, 2) == "\r\n") {
             content = pos + 2;  // a part without headers
         } else {
             const std::size_t blank = body.find("\r\n\r\n", pos);
-            if (blank == std::string_view::npos || blank > part_end) return {};
+            if (blank == std::string_view::npos || blank > part_end) return std::nullopt;
             headers = body.substr(pos, blank - pos);
             content = blank + 4;
         }
-        if (content > part_end) return {};
-        if (is_model_part(headers) && ++models == 1) {
-            found.model_span = {content, part_end - content};
-            found.model_name = std::string(body.substr(content, part_end - content));
-        }
+        if (content > part_end) return std::nullopt;
+        parts.push_back(MultipartPart{headers, Span{content, part_end - content}});
         pos = part_end + 2;
+    }
+    return parts;
+}
+
+bool is_file_part(std::string_view headers) {
+    while (!headers.empty()) {
+        const std::size_t eol = std::min(headers.find("\r\n"), headers.size());
+        const std::string_view line = headers.substr(0, eol);
+        headers.remove_prefix(std::min(eol + 2, headers.size()));
+        const std::size_t colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        const std::string_view name = trim_ows(line.substr(0, colon));
+        const std::string_view value = trim_ows(line.substr(colon + 1));
+        if (iequals(name, "content-disposition") &&
+            (header_param(value, "filename") || header_param(value, "filename*"))) {
+            return true;
+        }
+        if (iequals(name, "content-type") && !istarts_with(media_type(value), "text/")) return true;
+    }
+    return false;
+}
+
+MultipartModel multipart_model(std::string_view content_type, std::string_view body) {
+    const auto parts = multipart_parts(content_type, body);
+    if (!parts) return {};
+    MultipartModel found;
+    int models = 0;
+    for (const MultipartPart& part : *parts) {
+        if (is_model_part(part.headers) && ++models == 1) {
+            found.model_span = part.content;
+            found.model_name = std::string(body.substr(part.content.offset, part.content.size));
+        }
     }
     if (models == 0) return {};
     if (models > 1) return {ModelField::duplicate, {}, {}};

@@ -6,8 +6,10 @@
 #include "request/json_body.hpp"
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace modelproxy::request {
 
@@ -21,6 +23,24 @@ struct MultipartModel {
     std::string model_name;                 // the part's content, when model == string
     Span model_span;                        // the part's content bytes, no CRLF
 };
+
+// One part of a multipart/form-data body: its header block (CRLF-separated
+// lines, without the blank line) and its content's bytes.
+struct MultipartPart {
+    std::string_view headers;
+    Span content;
+};
+
+// The parts of a multipart/form-data body whose boundary comes from
+// content_type (quoted or not), in order. Lines must end in CRLF (RFC
+// 7578/2046). nullopt when the body is not well-formed (no boundary, no
+// close delimiter, a part without its header block's end).
+std::optional<std::vector<MultipartPart>> multipart_parts(std::string_view content_type, std::string_view body);
+
+// Whether a part's header block is a file's: its Content-Disposition has a
+// filename (or filename*) parameter, or it has a Content-Type other than
+// text/* (RFC 7578 section 4.2: form fields carry no file name).
+bool is_file_part(std::string_view headers);
 
 // The value of the part named "model" (Content-Disposition: form-data;
 // name="model", quoted or not, any case) in a multipart/form-data body, whose

@@ -1,5 +1,6 @@
 #include "request/json_body.hpp"
 
+#include "request/json_scratch.hpp"
 #include "request/text.hpp"
 
 #include <simdjson.h>
@@ -220,29 +221,24 @@ bool is_literal_true(od::value& value) {
     return !value.type().get(type) && type == od::json_type::boolean && scalar_token(value) == "true";
 }
 
-// One on-demand parser and one padded copy of the body per thread, reused by
-// every request: simdjson's buffers and the copy grow to the largest body seen
-// and are not allocated again per request.
-struct JsonScratch {
-    od::parser parser;
-    std::string padded;
-};
-
-JsonScratch& json_scratch() {
-    thread_local JsonScratch scratch;
-    return scratch;
-}
-
 }  // namespace
 
 static_assert(json_padding >= simdjson::SIMDJSON_PADDING);
 
-JsonBody inspect_json_body(std::string_view body, std::size_t readable) {
-    JsonScratch& scratch = json_scratch();
+// One on-demand parser and one padded copy of the body per thread, reused by
+// every request: simdjson's buffers and the copy grow to the largest body seen
+// and are not allocated again per request.
+detail::JsonScratch& detail::json_scratch() {
+    thread_local JsonScratch scratch;
+    return scratch;
+}
+
+void detail::padded_body(JsonScratch& scratch, std::string_view body, std::size_t readable, const char*& text,
+                         std::size_t& room) {
     // simdjson reads up to SIMDJSON_PADDING bytes past the document (their
     // values do not matter): in place when the caller's buffer has them.
-    const char* text = body.data();
-    std::size_t room = readable;
+    text = body.data();
+    room = readable;
     if (readable < body.size() + json_padding) {
         std::string& padded = scratch.padded;
         padded.assign(body);
@@ -250,6 +246,13 @@ JsonBody inspect_json_body(std::string_view body, std::size_t readable) {
         text = padded.data();
         room = padded.size();
     }
+}
+
+JsonBody inspect_json_body(std::string_view body, std::size_t readable) {
+    detail::JsonScratch& scratch = detail::json_scratch();
+    const char* text = nullptr;
+    std::size_t room = 0;
+    detail::padded_body(scratch, body, readable, text, room);
     od::parser& parser = scratch.parser;
     od::document doc;
     if (parser.iterate(text, body.size(), room).get(doc)) return {};

@@ -155,6 +155,26 @@ const std::vector<Refusal>& refusals() {
          {},
          {"modelproxy: @FILE@: admission.min_limit: must be <= max_limit (5), got 10 "
           "(min_limit <= initial_limit <= max_limit)"}},
+        // docs/behaviour.md section 15: the password never sits in the file, nor in a line.
+        {"a fleet.redis URL holding a password",
+         "fleet: {redis: \"redis://:hunter2-pw@127.0.0.1:6379/0\"}\n" + route("http://127.0.0.1:9/v1"),
+         {},
+         {},
+         {"modelproxy: @FILE@: fleet.redis: must not carry a user or password; put the password in an environment "
+          "variable and name it in fleet.password_env"}},
+        {"fleet.password_env naming an unset variable",
+         "fleet: {redis: \"redis://127.0.0.1:6379/0\", password_env: MP_TEST_REDIS_PASSWORD}\n" +
+             route("http://127.0.0.1:9/v1"),
+         {{"MP_TEST_UNRELATED", "x"}},
+         {},
+         {"modelproxy: @FILE@: fleet.password_env: MP_TEST_REDIS_PASSWORD is not set; it must hold the Redis "
+          "password"}},
+        {"an unreadable fleet.tls.ca_file",
+         "fleet: {redis: \"rediss://127.0.0.1:6379/0\", tls: {ca_file: @DIR@/no-ca.pem}}\n" +
+             route("http://127.0.0.1:9/v1"),
+         {},
+         {},
+         {"modelproxy: @FILE@: fleet.tls: cannot load tls.ca_file @DIR@/no-ca.pem: "}},
         {"every problem of a valid file's environment, files and patterns, not only the first",
          "boundary:\n  secret_patterns: [\"(\"]\n" +
              route("http://127.0.0.1:9/v1", "    api_key_env: MP_TEST_KEY\n    api_key_required: true\n") +
@@ -225,6 +245,7 @@ TEST_CASE("check refuses every config serving refuses, with the same exit code a
     // Nothing else differs either: one report, from the same code.
     CHECK(check_lines == serve_lines);
     CHECK(serve.err.find(route_key) == std::string::npos);  // names variables, never their values
+    CHECK(serve.err.find("hunter2") == std::string::npos);
 }
 
 TEST_CASE("check accepts what serving starts with, reading the same environment and flags", "[cli][check]") {
@@ -257,6 +278,12 @@ TEST_CASE("check accepts what serving starts with, reading the same environment 
              "models:\n  - {name: gpt-test, balance: weighted, fallbacks: [gpt-other], fallback_on: [timeout, "
              "\"code:context_length_exceeded\"]}\n",
          {},
+         {}},
+        // Section 15: nothing listens on port 9; Redis being down never stops serving.
+        {"a fleet whose password variable is set, and a route quota",
+         "fleet: {redis: \"redis://127.0.0.1:9/1\", password_env: MP_TEST_REDIS_PASSWORD, timeout_ms: 20}\n" +
+             route("http://127.0.0.1:9/v1", "    quota: {requests_per_minute: 60, tokens_per_minute: 100000}\n"),
+         {{"MP_TEST_REDIS_PASSWORD", "pw"}},
          {}},
     }));
     CAPTURE(c.name);

@@ -53,6 +53,8 @@ const std::string default_budget_line =
     "0.2 x its turns in flight))";
 const std::string admission_off_line = "  admission: off";
 constexpr std::size_t route_lines = 7;  // the envelope's five, then the budget and admission
+// Section 15's last line, for every config without fleet.redis.
+const std::string per_replica_line = "fleet: per replica (no fleet.redis)";
 
 const Lines default_warnings{
     "modelproxy: warning: route openai: throttled_max_attempts 24 can never be reached: "
@@ -135,6 +137,7 @@ TEST_CASE("doctor prints the embedded default's envelope and warns on stderr", "
         "  worst case one turn: 300000 ms before anything is published (timeout_ms)",
         default_budget_line,
         admission_off_line,
+        per_replica_line,
     });
     CHECK(lines_of(r.err) == default_warnings);
 }
@@ -148,8 +151,9 @@ TEST_CASE("doctor --json prints one object with the exact numbers", "[doctor]") 
     boost::json::error_code ec;
     const boost::json::value doc = boost::json::parse(r.out, ec);
     REQUIRE_FALSE(ec);
-    REQUIRE(doc.as_object().size() == 2);
+    REQUIRE(doc.as_object().size() == 3);
     CHECK(doc.at("models").as_array().empty());  // one "*" route: no candidates to show
+    CHECK(doc.at("fleet").is_null());            // no fleet.redis
     const auto& routes = doc.at("routes").as_array();
     REQUIRE(routes.size() == 1);
     const auto& route = routes[0];
@@ -176,6 +180,7 @@ TEST_CASE("doctor --json prints one object with the exact numbers", "[doctor]") 
     CHECK(admission.at("backpressure") == boost::json::object{{"rate-limit", 1}, {"overload", 3}, {"server", 0}});
     CHECK(admission.at("queue_timeout_ms") == 5000);
     CHECK(admission.at("honour_ratelimit_headers") == true);
+    CHECK(route.at("quota").is_null());
 
     const auto& general = route.at("general");
     CHECK(waits_of(general) == std::vector<std::int64_t>{500, 1000, 2000, 4000, 8000, 16000, 20000});
@@ -217,7 +222,8 @@ TEST_CASE("doctor shows a per-route retry override", "[doctor]") {
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
     const Lines out = lines_of(r.out);
-    REQUIRE(out.size() == 2 * route_lines);
+    REQUIRE(out.size() == 2 * route_lines + 1);
+    CHECK(out.back() == per_replica_line);
     CHECK(out[0] == "route openai: timeout_ms 300000, min_attempt_ms 1000, jitter none");
     CHECK(out[1] == default_general_line);
     CHECK(out[7] == "route local: timeout_ms 300000, min_attempt_ms 1000, jitter none");
@@ -264,10 +270,10 @@ routes:
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);
     const Lines out = lines_of(r.out);
-    REQUIRE(out.size() == 2 * route_lines);
+    REQUIRE(out.size() == 2 * route_lines + 1);
     CHECK(Lines(out.begin() + 5, out.begin() + 7) ==
           Lines{"  retry budget: replays off (budget_ratio 0, budget_min_concurrency 0)", admission_off_line});
-    CHECK(Lines(out.begin() + 12, out.end()) ==
+    CHECK(Lines(out.begin() + 12, out.end() - 1) ==
           Lines{"  retry budget: budget_ratio 0.5, budget_min_concurrency 1 (replays in flight to a candidate at "
                 "most max(1, 0.5 x its turns in flight))",
                 "  admission: on, initial_limit 16, min_limit 2, max_limit 256, decrease 0.8, backpressure "
@@ -306,10 +312,11 @@ TEST_CASE("doctor prints each model's candidates, attempts and worst case after 
     CAPTURE(r.out, r.err);
     CHECK(r.exit_code == 0);  // warnings do not change the exit code
     const Lines out = lines_of(r.out);
-    REQUIRE(out.size() == 2 * route_lines + deployment_plan_lines.size());  // two routes first
+    REQUIRE(out.size() == 2 * route_lines + deployment_plan_lines.size() + 1);  // two routes first, the fleet last
     CHECK(out[0] == "route east: timeout_ms 300000, min_attempt_ms 1000, jitter none");
     CHECK(out[route_lines] == "route west: timeout_ms 300000, min_attempt_ms 1000, jitter none");
-    CHECK(Lines(out.begin() + 2 * route_lines, out.end()) == deployment_plan_lines);
+    CHECK(Lines(out.begin() + 2 * route_lines, out.end() - 1) == deployment_plan_lines);
+    CHECK(out.back() == per_replica_line);
     const Lines err = lines_of(r.err);
     REQUIRE(err.size() == 4 + deployment_plan_warnings.size());  // the envelopes' warnings first
     CHECK(Lines(err.begin() + 4, err.end()) == deployment_plan_warnings);
@@ -396,9 +403,52 @@ TEST_CASE("doctor warns where a timer is at or above the turn deadline", "[docto
     REQUIRE(err.size() >= expected.size());
     CHECK(Lines(err.end() - static_cast<std::ptrdiff_t>(expected.size()), err.end()) == expected);
     const Lines out = lines_of(r.out);
-    REQUIRE_FALSE(out.empty());
-    CHECK(out.back() == "  a hang on candidate 0 keeps a stream turn from later candidates until the deadline: "
+    REQUIRE(out.size() >= 2);
+    CHECK(out.back() == per_replica_line);
+    CHECK(out[out.size() - 2] == "  a hang on candidate 0 keeps a stream turn from later candidates until the deadline: "
                         "first_byte_timeout_ms is off on route short");
+}
+
+TEST_CASE("doctor shows a route's quota after its admission, and the fleet last, the password by name", "[doctor]") {
+    TempDir dir("doctor");
+    const auto path = dir.write("fleet.yaml", R"(fleet:
+  redis: rediss://Redis.Test:6380/2
+  password_env: MP_DOCTOR_REDIS_PASSWORD
+  key_prefix: "team-a:"
+  timeout_ms: 20
+routes:
+  - name: limited
+    upstream: http://127.0.0.1:9/v1
+    models: [a]
+    quota: {requests_per_minute: 600, tokens_per_minute: 90000}
+  - name: open
+    upstream: http://127.0.0.1:9/v1
+    models: [b]
+)");
+    // The password variable is unset: doctor reads no environment.
+    const CommandResult r = run_modelproxy({"doctor", "--config", path.string()});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    const Lines out = lines_of(r.out);
+    REQUIRE(out.size() == 2 * route_lines + 2);
+    CHECK(out[route_lines] == "  quota: requests_per_minute 600, tokens_per_minute 90000, shared by the fleet");
+    CHECK(out[route_lines + 1] == "route open: timeout_ms 300000, min_attempt_ms 1000, jitter none");
+    CHECK(out.back() == "fleet: redis rediss://redis.test:6380/2, key_prefix team-a:, timeout_ms 20, password from "
+                        "MP_DOCTOR_REDIS_PASSWORD");
+
+    const CommandResult j = run_modelproxy({"doctor", "--config", path.string(), "--json"});
+    CAPTURE(j.out, j.err);
+    REQUIRE(j.exit_code == 0);
+    const boost::json::value doc = boost::json::parse(j.out);
+    const auto& routes = doc.at("routes").as_array();
+    REQUIRE(routes.size() == 2);
+    CHECK(routes[0].at("quota") == boost::json::object{{"requests_per_minute", 600}, {"tokens_per_minute", 90000}});
+    CHECK(routes[1].at("quota").is_null());
+    CHECK(doc.at("fleet") == boost::json::object{{"redis", "rediss://redis.test:6380/2"},
+                                                 {"key_prefix", "team-a:"},
+                                                 {"timeout_ms", 20},
+                                                 {"password_env", "MP_DOCTOR_REDIS_PASSWORD"},
+                                                 {"ca_file", ""}});
 }
 
 TEST_CASE("doctor with a bad config exits 2 naming the key path", "[doctor]") {

@@ -182,7 +182,8 @@ TEST_CASE("integers outside their range are refused, one row per key and end") {
 }
 
 TEST_CASE("every integer key of the schema has a range row above") {
-    // Mirrors the table above, and admission_test.cpp's for section 14: a new
+    // Mirrors the table above, admission_test.cpp's for section 14 and
+    // fleet_test.cpp's for section 15: a new
     // integer key must get its rows there.
     const std::set<std::string> covered = {
         "workers", "limits.max_request_body_bytes", "limits.max_header_bytes", "limits.max_response_body_bytes",
@@ -198,7 +199,9 @@ TEST_CASE("every integer key of the schema has a range row above") {
         "retry.budget_ratio", "retry.budget_min_concurrency",  // section 14, in admission_test.cpp
         "admission.initial_limit", "admission.min_limit", "admission.max_limit", "admission.decrease",
         "admission.backpressure.rate-limit", "admission.backpressure.overload", "admission.backpressure.server",
-        "admission.queue_timeout_ms"};
+        "admission.queue_timeout_ms",
+        "fleet.timeout_ms", "routes[].quota.requests_per_minute",  // section 15, in fleet_test.cpp
+        "routes[].quota.tokens_per_minute"};
     std::set<std::string> integers;
     for (const mc::KeyInfo& key : mc::schema_keys()) {
         if (!key.range.empty() && key.range[0] >= '0' && key.range[0] <= '9') {

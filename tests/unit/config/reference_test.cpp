@@ -78,11 +78,13 @@ TEST_CASE("schema paths are unique and cover docs/behaviour.md section 3") {
           "retry.budget_ratio", "retry.budget_min_concurrency", "admission.enabled", "admission.initial_limit",
           "admission.min_limit", "admission.max_limit", "admission.decrease", "admission.backpressure.rate-limit",
           "admission.backpressure.overload", "admission.backpressure.server", "admission.queue_timeout_ms",
-          "admission.honour_ratelimit_headers", "routes[].admission"}) {
+          "admission.honour_ratelimit_headers", "routes[].admission", "fleet.redis", "fleet.password_env",
+          "fleet.tls.ca_file", "fleet.key_prefix", "fleet.timeout_ms", "routes[].quota.requests_per_minute",
+          "routes[].quota.tokens_per_minute"}) {
         CAPTURE(path);
         CHECK(key(path) != nullptr);
     }
-    CHECK(mc::schema_keys().size() == 76);
+    CHECK(mc::schema_keys().size() == 83);
 }
 
 TEST_CASE("schema rows show the defaults and ranges the loader applies") {
@@ -132,6 +134,15 @@ TEST_CASE("schema rows show the defaults and ranges the loader applies") {
          "0 (the turn deadline) or 1..86400000 (1 ms..24 h), at most the timeout_ms of each route it applies to"},
         {"admission.honour_ratelimit_headers", "true", "true or false"},
         {"routes[].admission", "{} (the catalog)", "map with any key of `admission`; `backpressure` merges key by key"},
+        {"fleet.redis", "(unset: per replica)",
+         "redis:// or rediss:// URL, HOST[:PORT][/DB]: port 1..65535 (6379), database 0..15 (0); no user or "
+         "password"},
+        {"fleet.password_env", "(unset: no AUTH)", "environment variable name (`[A-Za-z_][A-Za-z0-9_]*`)"},
+        {"fleet.tls.ca_file", "\"\" (system trust store)", "file path; rediss:// only"},
+        {"fleet.key_prefix", "`modelproxy:`", "letters, digits, `:`, `.`, `_`, `-`; 1..64 characters"},
+        {"fleet.timeout_ms", "50", "1..5000 (1 ms..5 s)"},
+        {"routes[].quota.requests_per_minute", "(unset: no limit)", "1..100000000"},
+        {"routes[].quota.tokens_per_minute", "(unset: no limit)", "1..10000000000"},
         {"models[].fallback_on", "network, timeout, server, rate-limit, stream-incomplete",
          "list of network, timeout, server, rate-limit, stream-incomplete, content-filter, invalid-request, "
          "not-found and `code:<X>`; `[]` never falls over"},
