@@ -80,6 +80,10 @@ const FailureRow& row(FailureKind kind) {
                                           "no capacity for this request upstream in time: the provider is "
                                           "rate limiting or overloaded",
                                           false, fixed(ErrorClass::rate_limit, "admission-timeout")};
+    static constexpr FailureRow quota{"quota_timeout",
+                                      "the route's quota (requests or tokens per minute) has no room for this "
+                                      "request in time",
+                                      false, fixed(ErrorClass::rate_limit, "quota-timeout")};
     switch (kind) {
         case K::connect_failed: return connect_failed;
         case K::dns_failed: return dns_failed;
@@ -108,6 +112,7 @@ const FailureRow& row(FailureKind kind) {
         case K::drain_limit: return drain;
         case K::circuit_open: return circuit;
         case K::admission_timeout: return admission;
+        case K::quota_timeout: return quota;
     }
     return dropped;
 }
@@ -126,7 +131,8 @@ FailureAnswer failure_answer(const FailureFacts& facts) {
     a.outcome = r.refusal ? "refused" : a.decision;
     if (facts.kind == FailureKind::drain_limit) a.record_decision = a.outcome = "cancelled";
     if (facts.kind == FailureKind::circuit_open) a.decision = a.record_decision = a.outcome = "unavailable";
-    if (facts.kind == FailureKind::admission_timeout) a.decision = a.record_decision = a.outcome = "rejected";
+    if (facts.kind == FailureKind::admission_timeout || facts.kind == FailureKind::quota_timeout)
+        a.decision = a.record_decision = a.outcome = "rejected";
     // A deadline that ended the turn is a timeout to the client, whatever the
     // last attempt's class, unless the upstream's answer is passed on
     // (section 6: 504, decision and bound deadline).
@@ -176,6 +182,7 @@ FailureAnswer failure_answer(const FailureFacts& facts) {
                : facts.kind == FailureKind::drain_limit            ? 503
                : facts.kind == FailureKind::circuit_open           ? 503
                : facts.kind == FailureKind::admission_timeout      ? 429
+               : facts.kind == FailureKind::quota_timeout          ? 429
                : a.cls == ErrorClass::timeout                      ? 504
                                                                    : 502;
     a.record_status = a.status;

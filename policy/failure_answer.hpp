@@ -52,6 +52,7 @@ enum class FailureKind {
     drain_limit,             // the drain limit ended the turn (section 11)
     circuit_open,            // fail_fast: every candidate held back by its breaker, no wait fits (section 13)
     admission_timeout,       // no admission slot (or the rate-limit hold) in time, nothing sent (section 14)
+    quota_timeout,           // the route's quota had no room in time, nothing sent (section 15)
 };
 
 struct FailureRow {

@@ -157,6 +157,10 @@ TEST_CASE("failure_answer: the envelope of each failure with nothing sent to the
          {F::envelope, 429, "modelproxy_error", "admission_timeout",
           "no capacity for this request upstream in time: the provider is rate limiting or overloaded",
           C::rate_limit, "rejected", "", "rejected", 429}},
+        {facts(K::quota_timeout, C::rate_limit),
+         {F::envelope, 429, "modelproxy_error", "quota_timeout",
+          "the route's quota (requests or tokens per minute) has no room for this request in time", C::rate_limit,
+          "rejected", "", "rejected", 429}},
     }));
     CAPTURE(static_cast<int>(row.facts.kind));
     check(row);
