@@ -155,6 +155,7 @@ public:
     }
 
     void see(const sse::Usage& usage) { latest_.update(usage); }
+    const sse::Usage& latest() const { return latest_; }
 
 private:
     RouteCounters& counters_;

@@ -1,6 +1,7 @@
 #include "proxy/prepare.hpp"
 
 #include "policy/client_deadline.hpp"
+#include "proxy/fleet.hpp"
 #include "proxy/metrics.hpp"
 #include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
@@ -179,7 +180,20 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
             snapshot.version = MODELPROXY_VERSION;
             metrics::read_process(snapshot);
             std::string text;
-            if (!is_head) text = metrics::render(snapshot) + runtime->candidates.render_metrics(cfg, Clock::now());
+            if (!is_head) {
+                text = metrics::render(snapshot) + runtime->candidates.render_metrics(cfg, Clock::now());
+                if (cfg.fleet) {
+                    // Section 15: whether this replica shares through Redis now.
+                    const Fleet& fleet = Fleet::process();
+                    text += "# HELP modelproxy_fleet_up 1 while this replica shares its quota and breakers through "
+                            "Redis, 0 while it uses its own state.\n# TYPE modelproxy_fleet_up gauge\n"
+                            "modelproxy_fleet_up ";
+                    text += fleet.up() ? "1\n" : "0\n";
+                    text += "# HELP modelproxy_fleet_replicas The replicas this one saw in the last heartbeat "
+                            "(itself included).\n# TYPE modelproxy_fleet_replicas gauge\nmodelproxy_fleet_replicas ";
+                    text += std::to_string(fleet.replicas_seen()) + "\n";
+                }
+            }
             return Reply{Reply::Kind::metrics, {}, false, {}, {200, std::move(text)}};
         }
         case Dispatch::models_list: local = models_list(cfg); break;

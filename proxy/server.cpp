@@ -1,5 +1,6 @@
 #include "proxy/server.hpp"
 
+#include "proxy/fleet.hpp"
 #include "proxy/session.hpp"
 #include "proxy/startup.hpp"
 #include "proxy/turn.hpp"
@@ -155,6 +156,16 @@ void Worker::stop_accepting() {
 
 void Worker::stop() { io_.stop(); }
 
+transport::RedisClient& Worker::redis(const Runtime& runtime) {
+    const config::Fleet& fleet = *runtime.config.fleet;
+    std::string identity = redis_identity(fleet);
+    if (!redis_ || identity != redis_identity_) {
+        redis_ = std::make_unique<transport::RedisClient>(io_.get_executor(), redis_options(fleet, runtime.fleet_tls));
+        redis_identity_ = std::move(identity);
+    }
+    return *redis_;
+}
+
 void Worker::keep_pools(std::vector<std::string> keys) {
     asio::post(io_, [this, keys = std::move(keys)] {
         runtime();  // drops this worker's copy of the replaced generation now, not at its next request
@@ -209,6 +220,7 @@ int serve(const ServeOptions& options) {
     }
     shared.set_runtime(runtime);
     const config::Config& cfg = runtime->config;
+    Fleet::process().configure(cfg.fleet, runtime->fleet_tls);
 
     int count = cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
     if (count <= 0) count = 1;
@@ -278,6 +290,7 @@ int serve(const ServeOptions& options) {
                 report(reloaded);
                 if (auto fresh = std::move(reloaded.runtime)) {
                     shared.set_runtime(fresh);
+                    Fleet::process().configure(fresh->config.fleet, fresh->fleet_tls);
                     for (auto& w : workers) w->keep_pools(fresh->pool_keys);
                     say("config reloaded");
                 } else {
@@ -303,6 +316,7 @@ int serve(const ServeOptions& options) {
 
     for (auto& worker : workers) worker->stop();
     for (auto& worker : workers) worker->join();
+    Fleet::process().stop();
     say("stopped");
     return 0;
 }

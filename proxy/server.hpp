@@ -13,6 +13,7 @@
 #include "sse/credentials.hpp"
 #include "sse/inspect.hpp"
 #include "transport/executor.hpp"
+#include "transport/redis.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -115,6 +116,10 @@ public:
     // idle connections do not stay open forever. Thread-safe (posts).
     void keep_pools(std::vector<std::string> keys);
     int index() const { return index_; }
+    // This worker's connection to the fleet's Redis (docs/behaviour.md
+    // section 15), for the quota calls of its turns; made on first use, and
+    // again when a reload changed the server. `runtime` must have a fleet.
+    transport::RedisClient& redis(const Runtime& runtime);
     // One SSE inspector per worker: it keeps simdjson's buffers warm, and a
     // worker runs one event at a time.
     sse::Inspector& inspector() { return inspector_; }
@@ -174,6 +179,8 @@ private:
     asio::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     Acceptor acceptor_{io_};
     std::unordered_map<std::string, transport::Pool> pools_;
+    std::unique_ptr<transport::RedisClient> redis_;
+    std::string redis_identity_;
     sse::Inspector inspector_;
     std::thread thread_;
 };

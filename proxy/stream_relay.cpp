@@ -207,6 +207,7 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
                 }
                 continue;
             case RelayStep::close:
+                note_usage(usage.latest());
                 usage.count();  // before the records and the last bytes
                 co_return co_await close_published();
             case RelayStep::fail:
@@ -218,6 +219,7 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
                 break;
         }
         if (phase_ != Phase::answering) publish(ex);
+        note_usage(usage.latest());
         usage.count();  // before the records and the last bytes
         record_end({200, nullptr, "", "ok", "ok", 200, "", ""});
         // `out` may view the connection's buffer (RelayOut): the connection

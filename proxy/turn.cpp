@@ -28,9 +28,9 @@ Task<bool> TurnRun::run() {
     if (fail_fast_at_) {
         if (auto ended = co_await wait_half_open()) co_return *ended;
     }
-    // Admission (section 14): a slot before the first send; nothing sent yet.
-    if (admission_on()) {
-        if (auto ended = co_await pass_admission(nullptr)) co_return *ended;
+    // The gates (sections 14 and 15) before the first send; nothing sent yet.
+    if (gates_on()) {
+        if (auto ended = co_await pass_gates(nullptr)) co_return *ended;
     }
     // Made for the first wait only (see write_gate_): most turns never wait.
     std::optional<Timer> wait_timer;
@@ -76,8 +76,8 @@ Task<bool> TurnRun::run() {
             // At once, no wait (section 13).
             CandidateStates::process().count_fallback(plan_.client_model, order_[*fall_to].ref->client_model);
             move_to(*fall_to, clock_.now(), false);
-            if (admission_on()) {
-                if (auto ended = co_await pass_admission(&failed)) co_return *ended;
+            if (gates_on()) {
+                if (auto ended = co_await pass_gates(&failed)) co_return *ended;
             }
             continue;
         }
@@ -94,8 +94,8 @@ Task<bool> TurnRun::run() {
         // The replay's breaker may hold it back: it then falls over when a
         // later candidate is usable.
         if (auto later = admit_replay(now)) move_to(*later, now, false);
-        if (admission_on()) {
-            if (auto ended = co_await pass_admission(&failed)) co_return *ended;
+        if (gates_on()) {
+            if (auto ended = co_await pass_gates(&failed)) co_return *ended;
         }
     }
 }

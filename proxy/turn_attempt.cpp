@@ -217,13 +217,16 @@ bool TurnRun::check_body(transport::Exchange& ex, const std::string& body, Faile
     if (plan_.identity) {
         const sse::BodyIdentity& seen = worker_.inspector().body_identity(body, plan_.endpoint);
         metrics::count_usage(worker_.counters(slot_), seen.usage);
+        note_usage(seen.usage);
         std::string_view answered;
         if (const auto verdict = sse::check_body_identity(seen, *plan_.identity, &answered); sse::refused(verdict)) {
             failed = identity_refusal(verdict, answered);
             return true;
         }
     } else if (plan_.endpoint != policy::Endpoint::other) {
-        metrics::count_usage(worker_.counters(slot_), worker_.inspector().inspect(body, plan_.endpoint).usage);
+        const sse::Usage& usage = worker_.inspector().inspect(body, plan_.endpoint).usage;
+        metrics::count_usage(worker_.counters(slot_), usage);
+        note_usage(usage);
     }
     if (plan_.runtime->secrets && (plan_.runtime->secrets->contains_secret(body) || head_carries_key(ex))) {
         failed = failure(K::credential_in_body);

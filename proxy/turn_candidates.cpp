@@ -146,6 +146,7 @@ std::optional<std::size_t> TurnRun::admit_replay(Clock::time_point now) {
 }
 
 void TurnRun::leave_candidate() {
+    settle_quota(true);
     release_replay();
     release_slot();
     if (!on_candidate_) return;
@@ -217,6 +218,7 @@ policy::Decision TurnRun::decide(const Failed& failed, std::optional<std::size_t
     breaker_retry_after_ = failed.retry_after_ms;
     // The replay that failed (if it was one) leaves the budget.
     release_replay();
+    settle_quota(false);
     if (admission_on()) note_backpressure(failed);
     const auto now = clock_.now();
     if (failed.status == 429 && !order_.empty()) {

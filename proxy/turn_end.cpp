@@ -228,10 +228,11 @@ void TurnRun::own_failure(Ending& end, policy::FailureKind kind, int attempts) {
     facts.client = client_has();
     const policy::FailureAnswer a = policy::failure_answer(facts);
     answer_bytes(end, a, failed, attempts);
-    // circuit_open and admission_timeout sent nothing: no attempt to record.
+    // circuit_open, admission_timeout and quota_timeout sent nothing: no attempt to record.
     record_end({std::nullopt, &failed.classification, a.code, a.record_decision, a.outcome, a.record_status,
                 policy::to_string(a.cls), a.bound,
-                kind != policy::FailureKind::circuit_open && kind != policy::FailureKind::admission_timeout});
+                kind != policy::FailureKind::circuit_open && kind != policy::FailureKind::admission_timeout &&
+                    kind != policy::FailureKind::quota_timeout});
 }
 
 Task<std::optional<bool>> TurnRun::wait_half_open() {

@@ -168,7 +168,7 @@ Task<std::optional<bool>> TurnRun::pass_admission(Failed* last) {
     co_return co_await wait_hold(timer, until, last);
 }
 
-Task<bool> TurnRun::refuse_admission(Failed* last, std::int64_t retry_after_s) {
+Task<bool> TurnRun::refuse_admission(Failed* last, std::int64_t retry_after_s, policy::FailureKind kind) {
     // An upstream answer already had: passed on (section 9), bound queue_timeout_ms.
     if (last) {
         co_return co_await end_turn(*last, policy::Decision{policy::Verdict::exhausted,
@@ -177,7 +177,7 @@ Task<bool> TurnRun::refuse_admission(Failed* last, std::int64_t retry_after_s) {
     }
     retry_after_s_ = std::max<std::int64_t>(retry_after_s, 1);
     Ending end;
-    own_failure(end, policy::FailureKind::admission_timeout, 0);
+    own_failure(end, kind, 0);
     co_return co_await write_ending(end);
 }
 

@@ -190,11 +190,25 @@ private:
     // (answered, or the client left), with run()'s result. `last`: the
     // failed attempt the turn has, passed on if no slot comes in time.
     Task<std::optional<bool>> pass_admission(Failed* last);
-    Task<bool> refuse_admission(Failed* last, std::int64_t retry_after_s);
+    Task<bool> refuse_admission(Failed* last, std::int64_t retry_after_s,
+                                policy::FailureKind kind = policy::FailureKind::admission_timeout);
     // The rate-limit hold: nullopt once none is in force; the turn ended
     // (refused, its slot given back, or the client left) when it ends past `until`.
     Task<std::optional<bool>> wait_hold(std::optional<Timer>& timer, Clock::time_point until, Failed* last);
     bool admission_on() const { return route_->admission.enabled; }
+    // The gates before a send (section 14's hold and admission, then
+    // section 15's quota), for a candidate whose route has any of them.
+    bool gates_on() const { return route_->admission.enabled || route_->quota.has_value(); }
+    Task<std::optional<bool>> pass_gates(Failed* last);
+    // Section 15: the route's quota, reserved for the attempt (in Redis with
+    // a fleet that is up, else in this replica's window), waited for like an
+    // admission slot; refused with quota_timeout when it cannot come in time.
+    Task<std::optional<bool>> pass_quota(Failed* last);
+    // The reservation's end: an attempt without a 2xx answer gives its
+    // tokens back; a 2xx one is charged its `usage` (the estimate without one).
+    void settle_quota(bool answered);
+    // The answer's `usage`, as the quota settles it.
+    void note_usage(const sse::Usage& usage);
 
     // The failed attempt's decision (policy/turn_replays.hpp; a fall-over,
     // policy/candidates.hpp), at the turn clock's now, with its draw. A
@@ -437,6 +451,16 @@ private:
     // Section 14 (turn_load.cpp).
     bool replay_held_ = false;  // a place in the current candidate's retry budget
     bool slot_held_ = false;    // an admission slot of the current candidate
+    // Section 15: the running attempt's quota reservation.
+    struct QuotaHeld {
+        bool held = false;
+        bool redis = false;       // in the fleet's Redis, else in this replica's window
+        std::int64_t second = 0;  // its bucket
+        std::int64_t tokens = 0;  // the tokens charged
+        const config::Route* route = nullptr;
+    };
+    QuotaHeld quota_;
+    std::optional<std::int64_t> usage_tokens_;  // the running attempt's answer's usage
 };
 
 }  // namespace modelproxy::proxy
