@@ -163,8 +163,10 @@ std::string CandidateTable::render_metrics(const config::Config& config,
     for (const Row& r : rows) {
         std::lock_guard lock(r.state->mutex);
         const auto st = r.state->breaker.state(now);
-        sample("modelproxy_breaker_state", {{"route", r.route}, {"model", r.model}},
-               st == policy::BreakerState::closed ? 0 : st == policy::BreakerState::open ? 1 : 2);
+        std::uint64_t value = st == policy::BreakerState::closed ? 0 : st == policy::BreakerState::open ? 1 : 2;
+        // Open when its own or the fleet's part is open (section 15).
+        if (r.state->fleet_open && value != 1) value = now < r.state->fleet_until ? 1 : 2;
+        sample("modelproxy_breaker_state", {{"route", r.route}, {"model", r.model}}, value);
     }
     // The catch-all's breakers, one per served name, under model "*" (the
     // names are the clients'): open when any is open, else half-open when

@@ -49,7 +49,7 @@ struct CandidateState {
     using Time = std::chrono::steady_clock::time_point;
 
     CandidateState(const policy::BreakerConfig& config, std::string route_name, std::string model_name)
-        : breaker(config), route(std::move(route_name)), model(std::move(model_name)) {}
+        : breaker(config), shared_part(config), route(std::move(route_name)), model(std::move(model_name)) {}
 
     // The route's admission settings, as of the newest generation: a limit
     // is made when admission is turned on, and dropped when turned off.
@@ -73,6 +73,29 @@ struct CandidateState {
     std::atomic<std::uint64_t> budget_refusals{0};
     std::atomic<std::uint64_t> admission_rejections{0};
     std::atomic<std::uint64_t> ratelimit_holds{0};
+    // The fleet's part of the breaker (section 15), under `mutex`. This
+    // replica counts the provider-declared failures in `shared_part` and
+    // writes its opens to Redis; the fleet's state comes back from Redis
+    // (Fleet's refresh) as `fleet_open` / `fleet_until`. Half-open, a turn
+    // may probe only with a lease the refresh took (`fleet_ticket`).
+    policy::Breaker shared_part;
+    bool fleet_open = false;    // Redis holds an open (or, past fleet_until, half-open) breaker
+    Time fleet_until{};         // when its open time ends, on this replica's clock
+    std::int64_t fleet_open_ms = 0;  // the open time in force there
+    enum class Ticket { none, ready, probing };
+    Ticket fleet_ticket = Ticket::none;  // a probe lease this replica holds, and whether a turn uses it
+    Time fleet_ticket_at{};              // when the lease was taken
+    std::string fleet_lease;             // the lease's key while this replica holds one
+    bool fleet_wanted = false;           // a turn found the fleet's breaker half-open without a ticket
+    // Whether the fleet's part lets a first attempt through at `now`: no
+    // fleet breaker, or half-open with a ticket ready. Under `mutex`.
+    bool fleet_usable(Time now, bool fleet_up) {
+        if (!fleet_up || !fleet_open) return true;
+        if (now < fleet_until) return false;
+        if (fleet_ticket == Ticket::ready) return true;
+        fleet_wanted = true;
+        return false;
+    }
     // modelproxy_breaker_transitions_total by `to` (closed, open, half-open),
     // and modelproxy_cooldowns_total.
     std::array<std::atomic<std::uint64_t>, 3> transitions{};

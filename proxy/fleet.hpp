@@ -9,9 +9,11 @@
 #pragma once
 
 #include "config/config.hpp"
+#include "policy/breaker.hpp"
 #include "policy/fleet.hpp"
 #include "policy/quota_window.hpp"
 #include "transport/redis.hpp"
+#include "transport/executor.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -25,8 +27,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace modelproxy::proxy {
+
+using transport::Task;
 
 // The Redis client options of a fleet block (the password from its
 // variable, the rediss:// trust roots).
@@ -35,9 +40,26 @@ transport::RedisOptions redis_options(const config::Fleet& fleet, const transpor
 // must be made again.
 std::string redis_identity(const config::Fleet& fleet);
 
+struct CandidateState;  // candidates.hpp
+
 class Fleet {
 public:
     using Time = std::chrono::steady_clock::time_point;
+
+    // A candidate whose breaker the fleet shares: its state and its route's
+    // breaker settings.
+    struct Watched {
+        std::shared_ptr<CandidateState> state;
+        policy::BreakerConfig config;
+    };
+    // A transition of a shared breaker, written by the background thread.
+    struct Write {
+        enum class Kind { open, close, release } kind = Kind::open;
+        std::shared_ptr<CandidateState> state;
+        policy::BreakerConfig config;
+        std::int64_t retry_after_ms = 0;  // open: the provider's Retry-After with the failure
+        bool release_lease = false;       // open, close: the probe's lease goes too
+    };
 
     static Fleet& process();
     ~Fleet();
@@ -46,6 +68,11 @@ public:
     // server restarts the background thread against the new one; the health
     // starts up again.
     void configure(const std::optional<config::Fleet>& fleet, const transport::TlsContext& tls);
+    // The candidates whose breakers are shared (a generation's named
+    // candidates), read from Redis at least every 100 ms.
+    void watch(std::vector<Watched> candidates);
+    // Queues a transition for the background thread (never a turn's wait).
+    void write(Write w);
     void stop();
 
     // Whether a fleet block is in force, and whether Redis is treated as up.
@@ -66,6 +93,11 @@ private:
     void run_background(std::shared_ptr<boost::asio::io_context> io, config::Fleet fleet,
                         transport::TlsContext tls, std::uint64_t generation);
     void ping_result(bool ok, Time now, const config::Fleet& fleet);
+    std::string breaker_key(const config::Fleet& fleet, const CandidateState& state) const;
+    Task<void> share_breakers(transport::RedisClient& client, const config::Fleet& fleet, bool renew);
+
+    std::vector<Watched> watched_;  // under mutex_
+    std::vector<Write> outbox_;     // under mutex_
 
     std::mutex mutex_;  // health_, windows_, the thread
     policy::FleetHealth health_;

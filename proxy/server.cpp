@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <set>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -156,6 +157,28 @@ void Worker::stop_accepting() {
 
 void Worker::stop() { io_.stop(); }
 
+namespace {
+
+// The candidates whose breakers a fleet shares: this generation's named
+// ones, each once (docs/behaviour.md section 15).
+void share_candidates(const Runtime& runtime) {
+    std::vector<Fleet::Watched> list;
+    if (runtime.config.fleet) {
+        std::set<const CandidateState*> seen;
+        for (const auto& state : runtime.candidates.states()) {
+            if (!seen.insert(state.get()).second) continue;
+            for (const config::Route& route : runtime.config.routes)
+                if (route.name == state->route) {
+                    list.push_back({state, route.breaker});
+                    break;
+                }
+        }
+    }
+    Fleet::process().watch(std::move(list));
+}
+
+}  // namespace
+
 transport::RedisClient& Worker::redis(const Runtime& runtime) {
     const config::Fleet& fleet = *runtime.config.fleet;
     std::string identity = redis_identity(fleet);
@@ -221,6 +244,7 @@ int serve(const ServeOptions& options) {
     shared.set_runtime(runtime);
     const config::Config& cfg = runtime->config;
     Fleet::process().configure(cfg.fleet, runtime->fleet_tls);
+    share_candidates(*runtime);
 
     int count = cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
     if (count <= 0) count = 1;
@@ -291,6 +315,7 @@ int serve(const ServeOptions& options) {
                 if (auto fresh = std::move(reloaded.runtime)) {
                     shared.set_runtime(fresh);
                     Fleet::process().configure(fresh->config.fleet, fresh->fleet_tls);
+                    share_candidates(*fresh);
                     for (auto& w : workers) w->keep_pools(fresh->pool_keys);
                     say("config reloaded");
                 } else {

@@ -113,7 +113,7 @@ void TurnRun::publish(transport::Exchange& ex) {
     relay.out.take(relay.held);  // `out` is empty until publication
     start_answering();
     // A probe succeeds at its first answer text (section 13).
-    if (admitted_ == policy::Admit::probe) settle(policy::BreakerFacts{.ok_2xx = true});
+    if (admitted_ == policy::Admit::probe || fleet_probe_) settle(policy::BreakerFacts{.ok_2xx = true});
     if (head_out) return;
     client_status_ = static_cast<int>(ex.head().result_int());
     ResponseHead head(ex.head().result_int(), ex.head().reason(), std::move(plan_.head_text));

@@ -2,6 +2,8 @@
 // where it starts, when it moves on, and what each candidate's breaker is
 // told. The choices are policy/'s (pick_start, fall_over, Breaker); this file
 // holds the per-candidate state's locks and writes the breaker's records.
+#include "policy/fleet.hpp"
+#include "proxy/fleet.hpp"
 #include "proxy/prepare.hpp"
 #include "proxy/turn_run.hpp"
 
@@ -16,8 +18,10 @@ using policy::Admit;
 // admission slot with nobody queued for one (section 14).
 bool usable_ref(const CandidateRef& c, Clock::time_point now, bool breaker_only) {
     CandidateState& s = *c.state;
+    const Fleet& fleet = Fleet::process();
+    const bool fleet_up = fleet.enabled() && fleet.up();
     std::lock_guard lock(s.mutex);
-    if (!s.breaker.usable(now)) return false;
+    if (!s.breaker.usable(now) || !s.fleet_usable(now, fleet_up)) return false;
     if (breaker_only) return true;
     if (now < s.cooldown_until) return false;
     if (!s.limit) return true;
@@ -121,6 +125,11 @@ void TurnRun::move_to(std::size_t index, Clock::time_point now, bool forced) {
         // Usable a moment ago, held now (another turn took the last probe):
         // it goes all the same, as an ordinary attempt.
         if (admitted_ == Admit::held) admitted_ = c.state->breaker.admit(now, true, moved);
+        // The fleet's breaker half-open, with a lease ready: this attempt is
+        // the fleet's probe (section 15).
+        fleet_probe_ = c.state->fleet_open && now >= c.state->fleet_until &&
+                       c.state->fleet_ticket == CandidateState::Ticket::ready;
+        if (fleet_probe_) c.state->fleet_ticket = CandidateState::Ticket::probing;
     }
     settled_ = false;
     if (moved) record_breaker(*c.state, *moved);
@@ -160,12 +169,46 @@ void TurnRun::settle(const policy::BreakerFacts& facts, std::optional<std::int64
     CandidateState& s = *current().ref->state;
     const policy::BreakerCount count = policy::breaker_count(facts);
     std::optional<policy::BreakerTransition> moved;
+    // The fleet's part (section 15) counts only what the provider declared.
+    const bool declared = facts.failed && policy::shared_breaker_counts(*facts.failed, settle_status_,
+                                                                        settle_status_ < 300);
+    const policy::BreakerCount shared = count == policy::BreakerCount::success ? count
+                                         : declared                            ? policy::BreakerCount::failure
+                                                                               : policy::BreakerCount::none;
+    std::optional<Fleet::Write> write;
     {
         const auto now = clock_.now();
         std::lock_guard lock(s.mutex);
         moved = s.breaker.settle(admitted_, count, now, retry_after_ms);
         // A success grows the admission limit (section 14).
         if (count == policy::BreakerCount::success && s.limit) s.limit->on_success(now);
+        const policy::BreakerConfig& config = route_->breaker;
+        if (fleet_probe_) {
+            // The fleet's probe: its result closes or re-opens the fleet's
+            // breaker; any other end frees its lease.
+            fleet_probe_ = false;
+            s.fleet_ticket = CandidateState::Ticket::none;
+            if (shared == policy::BreakerCount::success) {
+                s.fleet_open = false;
+                s.shared_part = policy::Breaker(config);
+                write = Fleet::Write{Fleet::Write::Kind::close, nullptr, config, 0, true};
+            } else if (shared == policy::BreakerCount::failure) {
+                s.fleet_until = now + std::chrono::milliseconds(std::min(s.fleet_open_ms * 2, config.max_open_ms));
+                write = Fleet::Write{Fleet::Write::Kind::open, nullptr, config, retry_after_ms.value_or(0), true};
+            } else {
+                write = Fleet::Write{Fleet::Write::Kind::release, nullptr, config, 0, true};
+            }
+        } else if (config.enabled && Fleet::process().enabled()) {
+            const auto opened = s.shared_part.settle(Admit::pass, shared, now, retry_after_ms);
+            if (opened && opened->to == policy::BreakerState::open && opened->from == policy::BreakerState::closed)
+                write = Fleet::Write{Fleet::Write::Kind::open, nullptr, config, retry_after_ms.value_or(0), false};
+        }
+    }
+    if (write) {
+        for (const auto& held : plan_.runtime->candidates.states())
+            if (held.get() == &s) write->state = held;
+        if (!write->state && wildcard_state_.get() == &s) write->state = wildcard_state_;
+        if (write->state) Fleet::process().write(std::move(*write));
     }
     if (moved) record_breaker(s, *moved);
 }
@@ -179,6 +222,7 @@ void TurnRun::settle_recorded(std::optional<int> status, const policy::Classific
     }
     facts.deadline_cut = decision == "deadline" && c && c->timeout_source == policy::TimeoutSource::attempt_deadline;
     facts.client_left = decision == "cancelled";
+    settle_status_ = status.value_or(0);
     settle(facts, breaker_retry_after_);
 }
 

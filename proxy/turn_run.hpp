@@ -461,6 +461,8 @@ private:
     };
     QuotaHeld quota_;
     std::optional<std::int64_t> usage_tokens_;  // the running attempt's answer's usage
+    bool fleet_probe_ = false;  // the running attempt is the fleet's half-open probe (section 15)
+    int settle_status_ = 0;     // the HTTP status settle_recorded passes on to settle
 };
 
 }  // namespace modelproxy::proxy

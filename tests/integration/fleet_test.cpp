@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -196,4 +197,112 @@ TEST_CASE("nothing secret reaches Redis: no key, token, password or body", "[fle
     CHECK(stored.find("quota:openai") != std::string::npos);  // the quota is there
     for (const char* secret : {"SECRET", "sk-fleettest", "BODYMARK", "client-token", "redis-pass"})
         CHECK(stored.find(secret) == std::string::npos);
+}
+
+namespace {
+
+std::string mini_answer() {
+    return R"({"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":)"
+           R"({"role":"assistant","content":"hello"},"finish_reason":"stop"}]})";
+}
+
+// A primary "east" (gpt-4o, the given breaker) and its fallback "west"
+// (gpt-4o-mini), sharing breakers through `redis`.
+std::string two_routes(const RedisServer& redis, const FakeProvider& primary, const FakeProvider& backup,
+                       std::string_view breaker) {
+    std::string yaml = "fleet:\n  redis: " + redis.url() + "\n  timeout_ms: 200\nroutes:\n";
+    yaml += "  - name: east\n    upstream: " + primary.base_url("/v1") +
+            "\n    models: [gpt-4o]\n    retry: {max_attempts: 2, base_delay_ms: 5}\n    breaker: ";
+    yaml += breaker;
+    yaml += "\n  - name: west\n    upstream: " + backup.base_url("/v1") +
+            "\n    models: [gpt-4o-mini]\n    breaker: {enabled: false}\n";
+    yaml += "models:\n  - name: gpt-4o\n    attempts_per_candidate: 1\n    fallbacks: [gpt-4o-mini]\n";
+    return yaml;
+}
+
+const std::string east_state = R"(modelproxy_breaker_state{route="east",model="gpt-4o"})";
+const std::string server_error = R"({"error":{"message":"down","type":"server_error","code":null}})";
+
+std::string route_of(ProxyProcess& proxy) {
+    return proxy.client().post_json("/v1/chat/completions", chat).header("x-modelproxy-route").value_or("");
+}
+
+}  // namespace
+
+TEST_CASE("a breaker one replica opens on the provider's 5xx keeps the other replicas' turns off that upstream",
+          "[fleet][breaker]") {
+    RedisServer redis;
+    FakeProvider primary, backup;
+    primary.set_default(Script::json(503, server_error));
+    backup.set_default(Script::json(200, mini_answer()));
+    const std::string yaml = two_routes(redis, primary, backup, "{consecutive_failures: 2, open_ms: 20000, max_open_ms: 20000}");
+    auto a = start_proxy(yaml, key_env);
+    auto b = start_proxy(yaml, key_env);
+    CHECK(route_of(*a) == "west");
+    CHECK(route_of(*a) == "west");
+    REQUIRE(primary.request_count() == 2);
+    // B never failed itself: the fleet's state, read from Redis, holds it.
+    REQUIRE(wait_for_metric(*b, east_state, 1, bound));
+    for (int i = 0; i < 3; ++i) CHECK(route_of(*b) == "west");
+    CHECK(primary.request_count() == 2);
+}
+
+TEST_CASE("a replica's network failures open its own breaker only, never the fleet's", "[fleet][breaker]") {
+    RedisServer redis;
+    FakeProvider primary, backup;
+    primary.set_default(Script().reset());
+    backup.set_default(Script::json(200, mini_answer()));
+    const std::string yaml = two_routes(redis, primary, backup, "{consecutive_failures: 2, open_ms: 20000, max_open_ms: 20000}");
+    auto a = start_proxy(yaml, key_env);
+    auto b = start_proxy(yaml, key_env);
+    CHECK(route_of(*a) == "west");
+    CHECK(route_of(*a) == "west");
+    REQUIRE(wait_for_metric(*a, east_state, 1, bound));  // A's own breaker
+    const std::size_t before = primary.request_count();
+    std::this_thread::sleep_for(500ms);  // five refreshes (a lower bound)
+    CHECK(metric_value(b->client().get("/metrics").body, east_state) == 0);
+    CHECK(route_of(*b) == "west");                   // the reset falls over...
+    CHECK(primary.request_count() > before);         // ...after B tried the primary itself
+}
+
+TEST_CASE("half-open, the fleet sends one probe at a time across its replicas, and its success closes it everywhere",
+          "[fleet][breaker]") {
+    RedisServer redis;
+    FakeProvider primary, backup;
+    primary.set_default(Script::json(503, server_error));
+    backup.set_default(Script::json(200, mini_answer()));
+    const std::string yaml =
+        two_routes(redis, primary, backup, "{consecutive_failures: 2, open_ms: 300, max_open_ms: 300, probes: 1}");
+    std::vector<std::unique_ptr<ProxyProcess>> replicas;
+    for (int i = 0; i < 3; ++i) replicas.push_back(start_proxy(yaml, key_env));
+    CHECK(route_of(*replicas[0]) == "west");
+    CHECK(route_of(*replicas[0]) == "west");
+    for (auto& r : replicas) REQUIRE(wait_for_metric(*r, east_state, 1, bound));
+    // The primary recovers, slowly: a probe stays in flight for 1.5 s.
+    primary.set_default(Script().sleep(1500ms).then(Script::json(200, answer(10))));
+    std::this_thread::sleep_for(400ms);  // past the open time (a lower bound)
+    const std::size_t opened = primary.request_count();
+    // Turns on every replica while half-open: one probe reaches the primary.
+    std::vector<std::future<std::string>> turns;
+    for (int round = 0; round < 8; ++round)
+        for (auto& r : replicas) {
+            turns.push_back(std::async(std::launch::async, [&r] { return route_of(*r); }));
+            std::this_thread::sleep_for(30ms);
+        }
+    for (auto& t : turns) t.get();
+    CHECK(primary.request_count() == opened + 1);
+    // Its success closed the fleet's breaker: every replica is back on the primary.
+    primary.set_default(Script::json(200, answer(10)));
+    for (auto& r : replicas) {
+        // The replica that opened it has its own breaker too, half-open by
+        // now: its next turn is that breaker's probe, and succeeds.
+        bool east = false;
+        const auto until = std::chrono::steady_clock::now() + bound;
+        while (!east && std::chrono::steady_clock::now() < until) {
+            east = route_of(*r) == "east";
+            if (!east) std::this_thread::sleep_for(100ms);
+        }
+        CHECK(east);
+    }
+    CHECK(metric_value(replicas[1]->client().get("/metrics").body, east_state) == 0);
 }
