@@ -4,117 +4,25 @@
 // and /readyz where the ConfigMap's config listens (and run, as written,
 // against the real binary); the grace period outlasts preStop plus the
 // drain; the key comes from the Secret under the route's api_key_env; the
-// config passes `modelproxy check`; the container is locked down.
-#include "support/proxy_process.hpp"
+// config passes `modelproxy check` with the environment the pod gives it;
+// the container is locked down. The fleet's Redis (redis.yaml) is checked by
+// manifest_redis_test.cpp.
+#include "support/manifest.hpp"
 
-#include "config/config.hpp"
+#include "support/proxy_process.hpp"
 #include "support/temp_dir.hpp"
 
 #include <boost/url/parse.hpp>
 #include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
 #include <fstream>
-#include <initializer_list>
-#include <sstream>
 
 using namespace modelproxy;
 using namespace modelproxy::test;
-using namespace std::chrono_literals;
-using Catch::Matchers::Contains;
+using namespace modelproxy::test::manifest;
 
 namespace {
-
-constexpr auto bound = 5s;
-
-std::filesystem::path manifest_path() { return source_dir() / "deploy" / "kubernetes" / "modelproxy-sidecar.yaml"; }
-
-struct Manifest {
-    std::vector<YAML::Node> documents;
-    YAML::Node config_map;
-    YAML::Node secret;
-    YAML::Node pod_spec;  // a Pod's spec, or a workload's spec.template.spec
-    YAML::Node proxy;     // the container running modelproxy
-    YAML::Node agent;     // the other container
-    std::string config_yaml;
-    config::Config config;
-};
-
-// yaml-cpp throws when a missing key is indexed again, and assigning one
-// Node to another overwrites the node in the document (reset() rebinds, as
-// used throughout). This walks `path`
-// and returns an undefined node (false in a condition) at the first missing
-// key, so a missing key fails a check instead of ending the run.
-YAML::Node get(const YAML::Node& start, std::initializer_list<std::string_view> path) {
-    YAML::Node node = start;
-    for (auto key : path) {
-        if (!node || !node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-        const YAML::Node& map = node;
-        YAML::Node next = map[std::string(key)];
-        if (!next) return YAML::Node(YAML::NodeType::Undefined);
-        node.reset(next);  // rebinds; `=` would overwrite the document node
-    }
-    return node;
-}
-
-std::string text(const YAML::Node& start, std::initializer_list<std::string_view> path) {
-    const YAML::Node node = get(start, path);
-    return node && node.IsScalar() ? node.as<std::string>() : std::string();
-}
-
-YAML::Node container_named(const YAML::Node& pod_spec, std::string_view name) {
-    for (const auto& c : get(pod_spec, {"containers"}))
-        if (text(c, {"name"}) == name) return c;
-    return YAML::Node(YAML::NodeType::Undefined);
-}
-
-// Loads the manifest and the ConfigMap's modelproxy.yaml; REQUIREs the shape
-// the checks below rely on.
-Manifest load_manifest() {
-    Manifest m;
-    REQUIRE(std::filesystem::exists(manifest_path()));
-    REQUIRE_NOTHROW(m.documents = YAML::LoadAllFromFile(manifest_path().string()));
-    for (const auto& doc : m.documents) {
-        REQUIRE(doc.IsMap());
-        REQUIRE_FALSE(text(doc, {"apiVersion"}).empty());
-        REQUIRE_FALSE(text(doc, {"metadata", "name"}).empty());
-        const std::string kind = text(doc, {"kind"});
-        if (kind == "ConfigMap") m.config_map.reset(doc);
-        if (kind == "Secret") m.secret.reset(doc);
-        if (kind == "Pod") m.pod_spec.reset(get(doc, {"spec"}));
-        if (kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" || kind == "Job")
-            m.pod_spec.reset(get(doc, {"spec", "template", "spec"}));
-    }
-    REQUIRE(m.config_map);
-    REQUIRE(m.secret);
-    REQUIRE(m.pod_spec);
-    m.proxy.reset(container_named(m.pod_spec, "modelproxy"));
-    REQUIRE(m.proxy);
-    for (const auto& c : get(m.pod_spec, {"containers"}))
-        if (text(c, {"name"}) != "modelproxy") m.agent.reset(c);
-    REQUIRE(m.agent);
-
-    m.config_yaml = text(m.config_map, {"data", "modelproxy.yaml"});
-    REQUIRE_FALSE(m.config_yaml.empty());
-    auto loaded = config::load_config(m.config_yaml);
-    for (const auto& p : loaded.problems) UNSCOPED_INFO(p.line());
-    REQUIRE(loaded.config);
-    m.config = std::move(*loaded.config);
-    return m;
-}
-
-std::vector<std::string> strings(const YAML::Node& seq) {
-    std::vector<std::string> out;
-    for (const auto& item : seq) out.push_back(item.as<std::string>());
-    return out;
-}
-
-// The value after `flag` in `args`, or "".
-std::string flag_value(const std::vector<std::string>& args, std::string_view flag) {
-    auto it = std::find(args.begin(), args.end(), flag);
-    return it != args.end() && it + 1 != args.end() ? *(it + 1) : std::string();
-}
 
 struct ProbeCall {
     std::string host;
@@ -124,7 +32,7 @@ struct ProbeCall {
 };
 
 // A probe as the kubelet would run it: exec `modelproxy probe URL`, or httpGet.
-ProbeCall probe_of(const Manifest& m, const YAML::Node& probe) {
+ProbeCall probe_of(const Sidecar& m, const YAML::Node& probe) {
     ProbeCall call;
     if (get(probe, {"exec"})) {
         call.command = strings(get(probe, {"exec", "command"}));
@@ -188,19 +96,18 @@ std::string image_user() {
 }  // namespace
 
 TEST_CASE("manifest: every document parses and names its kind", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     CHECK(m.documents.size() == 3);
     for (const auto& doc : m.documents) CHECK_FALSE(text(doc, {"kind"}).empty());
 }
 
 TEST_CASE("manifest: the ConfigMap's modelproxy.yaml passes modelproxy check", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     TempDir dir("manifest");
     const auto path = dir.write("modelproxy.yaml", m.config_yaml);
-    // check reads the environment as serving does: the pod's, whose key the
-    // Secret supplies (its route requires one).
-    const CommandResult r =
-        run_modelproxy({"check", "--config", path.string()}, {{"OPENAI_API_KEY", "sk-placeholder"}});
+    // check reads the environment as serving does: the container's, built
+    // from the Secret (the route requires its key, the fleet its password).
+    const CommandResult r = run_modelproxy({"check", "--config", path.string()}, container_env(m.proxy, m.secret));
     CAPTURE(r.err);
     CHECK(r.exit_code == 0);
     // A sidecar reached only through the pod's loopback; so it needs no
@@ -211,7 +118,7 @@ TEST_CASE("manifest: the ConfigMap's modelproxy.yaml passes modelproxy check", "
 }
 
 TEST_CASE("manifest: liveness and readiness probes reach /healthz and /readyz on the listen port", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     REQUIRE(get(m.proxy, {"livenessProbe"}));
     REQUIRE(get(m.proxy, {"readinessProbe"}));
     const ProbeCall live = probe_of(m, get(m.proxy, {"livenessProbe"}));
@@ -225,10 +132,10 @@ TEST_CASE("manifest: liveness and readiness probes reach /healthz and /readyz on
 }
 
 TEST_CASE("manifest: the exec probes, run as written, pass against the ConfigMap's config", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     // The proxy on a port the system picks; the probes' binary and port are
     // swapped for the test's, the rest of each command runs as written.
-    ProxyProcess proxy({.config_yaml = m.config_yaml, .env = {{"OPENAI_API_KEY", "sk-placeholder"}}});
+    ProxyProcess proxy({.config_yaml = m.config_yaml, .env = container_env(m.proxy, m.secret)});
     proxy.start();
     for (const char* which : {"livenessProbe", "readinessProbe"}) {
         CAPTURE(which);
@@ -246,7 +153,7 @@ TEST_CASE("manifest: the exec probes, run as written, pass against the ConfigMap
 }
 
 TEST_CASE("manifest: the grace period outlasts preStop plus limits.drain_ms", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     const long pre_stop = pre_stop_seconds(m.proxy);
     CHECK(pre_stop > 0);
     const long grace = get(m.pod_spec, {"terminationGracePeriodSeconds"}).as<long>(30);  // Kubernetes' default
@@ -255,7 +162,7 @@ TEST_CASE("manifest: the grace period outlasts preStop plus limits.drain_ms", "[
 }
 
 TEST_CASE("manifest: the route's key comes from the Secret under its api_key_env", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     const std::string secret_name = text(m.secret, {"metadata", "name"});
     std::size_t keyed = 0;
     for (const auto& route : m.config.routes) {
@@ -276,7 +183,7 @@ TEST_CASE("manifest: the route's key comes from the Secret under its api_key_env
 }
 
 TEST_CASE("manifest: the config comes from the ConfigMap, mounted and passed with --config", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     const auto args = strings(get(m.proxy, {"args"}));
     const std::filesystem::path config_path = flag_value(args, "--config");
     REQUIRE_FALSE(config_path.empty());
@@ -293,7 +200,7 @@ TEST_CASE("manifest: the config comes from the ConfigMap, mounted and passed wit
 }
 
 TEST_CASE("manifest: the agent's base URL is the proxy's loopback listener", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     std::string base_url;
     for (const auto& e : get(m.agent, {"env"}))
         if (text(e, {"name"}) == "OPENAI_BASE_URL") base_url = text(e, {"value"});
@@ -301,7 +208,7 @@ TEST_CASE("manifest: the agent's base URL is the proxy's loopback listener", "[d
 }
 
 TEST_CASE("manifest: the proxy container is locked down and has resources", "[deploy]") {
-    const Manifest m = load_manifest();
+    const Sidecar m = load_sidecar();
     const YAML::Node sc = get(m.proxy, {"securityContext"});
     CHECK(get(sc, {"runAsNonRoot"}).as<bool>(false));
     CHECK(get(sc, {"readOnlyRootFilesystem"}).as<bool>(false));
