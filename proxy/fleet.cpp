@@ -176,8 +176,10 @@ void Fleet::configure(const std::optional<config::Fleet>& fleet, const transport
 void Fleet::on_call(bool ok, std::string_view why) {
     policy::FleetChange change;
     std::vector<Watched> watched;
+    std::string url;
     {
         std::lock_guard lock(mutex_);
+        url = url_;
         change = health_.on_call(ok);
         if (change == policy::FleetChange::down) {
             up_.store(false, std::memory_order_release);
@@ -194,7 +196,7 @@ void Fleet::on_call(bool ok, std::string_view why) {
         w.state->fleet_lease.clear();
     }
     if (change == policy::FleetChange::down) {
-        say("fleet: Redis at " + url_ + " failed " + std::to_string(policy::fleet_down_after) +
+        say("fleet: Redis at " + url + " failed " + std::to_string(policy::fleet_down_after) +
             " calls in a row (" + std::string(why) + "); this replica uses its own state (each quota divided by " +
             std::to_string(replicas_seen()) + " replicas) until Redis answers again");
     }

@@ -183,6 +183,9 @@ transport::RedisClient& Worker::redis(const Runtime& runtime) {
     const config::Fleet& fleet = *runtime.config.fleet;
     std::string identity = redis_identity(fleet);
     if (!redis_ || identity != redis_identity_) {
+        // A settlement still on its way holds the old client: it is kept
+        // until the worker ends (a reload that moves the fleet is rare).
+        if (redis_) retired_redis_.push_back(std::move(redis_));
         redis_ = std::make_unique<transport::RedisClient>(io_.get_executor(), redis_options(fleet, runtime.fleet_tls));
         redis_identity_ = std::move(identity);
     }

@@ -180,6 +180,7 @@ private:
     Acceptor acceptor_{io_};
     std::unordered_map<std::string, transport::Pool> pools_;
     std::unique_ptr<transport::RedisClient> redis_;
+    std::vector<std::unique_ptr<transport::RedisClient>> retired_redis_;
     std::string redis_identity_;
     sse::Inspector inspector_;
     std::thread thread_;
