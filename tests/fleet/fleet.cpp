@@ -51,9 +51,9 @@ const char* const usage =
     "             [--callers N] [--think-ms MS] [--rows LIST]\n"
     "  --binary PATH   the modelproxy to measure (default: the one built beside this tool)\n"
     "  --dir DIR       where configs, records and results.md go (default: a new /tmp/modelproxy-fleet.*)\n"
-    "  --scale F       every length of the timeline times F (default 1: 120 s of load, redis-server\n"
-    "                  killed from 50 s to 70 s in the killed row); 0.5 .. 10\n"
-    "  --quick         --scale 0.5: 60 s of load per row (the shortest that holds a whole minute)\n"
+    "  --scale F       the run and the outage times F (default 1: 120 s of load, redis-server killed\n"
+    "                  from 50 s to 70 s in the killed row; the kill stays at 50 s); 0.5 .. 10\n"
+    "  --quick         --scale 0.75: 90 s of load per row, redis-server killed from 50 s to 65 s\n"
     "  --replicas N    modelproxy processes, one worker each (default 50)\n"
     "  --rpm Q         requests per minute the provider's key allows (default 6000)\n"
     "  --tpm T         the shared rows' tokens_per_minute (default 200 x Q)\n"
@@ -88,7 +88,7 @@ Options parse(int argc, char** argv) {
         if (arg == "--binary") o.binary = value();
         else if (arg == "--dir") o.dir = value();
         else if (arg == "--scale") o.scale = std::stod(value());
-        else if (arg == "--quick") o.scale = 0.5;
+        else if (arg == "--quick") o.scale = 0.75;
         else if (arg == "--replicas") o.replicas = std::stoi(value());
         else if (arg == "--rpm") o.rpm = std::stoll(value());
         else if (arg == "--tpm") o.tpm = std::stoll(value());

@@ -6,6 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cmath>
 #include <mutex>
 #include <random>
 #include <string>
@@ -59,9 +60,11 @@ struct Provider::State {
     // Decides and records a request read now; the service time of an admitted one.
     std::pair<MinuteWindow::State, double> arrive() {
         std::lock_guard lock(mu);
-        const MinuteWindow::State s = window.take(wall_ms());
+        const double wall = wall_ms();
+        const MinuteWindow::State s = window.take(wall);
         const std::int64_t tokens = s.admitted ? spec.prompt_tokens + spec.completion_tokens : 0;
-        attempts.push_back(Attempt{ms_since(t0, Clock::now()), s.admitted ? 200u : 429u, tokens});
+        attempts.push_back(Attempt{ms_since(t0, Clock::now()), s.admitted ? 200u : 429u, tokens,
+                                   static_cast<std::int64_t>(std::floor(wall / 1000))});
         const double service =
             s.admitted ? std::uniform_real_distribution<double>(spec.min_service_ms, spec.max_service_ms)(draw) : 0;
         return {s, service};

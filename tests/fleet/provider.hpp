@@ -16,7 +16,7 @@
 // duration) from the window's state when the answer is written.
 //
 // It records every request it read: when it arrived, the status it was
-// given and the tokens its `usage` billed. Threading: the server runs on
+// given, the tokens its `usage` billed and the quota bucket it fell in. Threading: the server runs on
 // its io_context's thread; attempts() may be called from any thread.
 #pragma once
 
@@ -35,6 +35,7 @@ struct Attempt {
     double arrive_ms = 0;     // the request read whole, since t0
     unsigned status = 0;      // 200 or 429
     std::int64_t tokens = 0;  // a 200's usage.total_tokens; 0 for a 429
+    std::int64_t second = 0;  // the wall clock's second it was counted in (the quota's bucket)
 };
 
 struct ProviderSpec {

@@ -63,23 +63,37 @@ std::int64_t worst_window(std::vector<std::pair<double, std::int64_t>> points, d
     return best;
 }
 
+std::int64_t worst_buckets(std::vector<std::int64_t> seconds, std::int64_t width) {
+    std::sort(seconds.begin(), seconds.end());
+    std::int64_t best = 0;
+    for (std::size_t last = 0, first = 0; last < seconds.size(); ++last) {
+        while (seconds[last] - seconds[first] >= width) ++first;
+        best = std::max(best, static_cast<std::int64_t>(last - first + 1));
+    }
+    return best;
+}
+
 bool made_for_redis(const Turn& t) { return !t.ok && (t.status >= 500 || names_redis(t.error)); }
 
 RowMetrics measure(const RowData& row, const ReportContext& c, std::pair<double, double> window) {
     RowMetrics m;
-    const double run = row.timeline.run_ms, minutes = run / 60000;
+    const double run = row.timeline.minutes_ms(), minutes = run / 60000;
     const double q = static_cast<double>(c.requests_per_minute);
     std::vector<std::pair<double, std::int64_t>> requests, tokens;
+    std::vector<std::int64_t> buckets;
     std::size_t in_run = 0;
     for (const Attempt& a : row.attempts) {
         ++m.received;
         m.received_429 += a.status == 429;
         in_run += inside(a.arrive_ms, 0, run);
         requests.emplace_back(a.arrive_ms, 1);
+        buckets.push_back(a.second);
         if (a.tokens > 0) tokens.emplace_back(a.arrive_ms, a.tokens);
     }
     m.worst_minute = worst_window(requests, 60000);
     m.worst_minute_share = ratio(static_cast<double>(m.worst_minute), q);
+    m.worst_buckets = worst_buckets(buckets, 60);
+    m.worst_buckets_share = ratio(static_cast<double>(m.worst_buckets), q);
     m.mean_minute_share = ratio(static_cast<double>(in_run) / minutes, q);
     m.share_429 = ratio(static_cast<double>(m.received_429), static_cast<double>(m.received));
     for (const Turn& t : row.turns) {
@@ -108,15 +122,15 @@ std::string summary_table(const std::vector<RowData>& rows, const ReportContext&
     const std::string span = seconds(window.first) + ".." + seconds(window.second) + " s";
 
     std::string out;
-    out += "| row | provider requests, worst minute (of Q) | provider requests, mean minute (of Q) | 429s per ok turn "
-           "(share of the provider's requests) | goodput (of Q) | tokens billed, worst minute (of T) | failed turns "
-           "ended " + span + " (for Redis) |\n";
-    out += "| --- | --- | --- | --- | --- | --- | --- |\n";
+    out += "| row | provider requests, worst minute (of Q) | ... as its quota counts them | provider requests, mean "
+           "minute (of Q) | 429s per ok turn (share of the provider's requests) | goodput (of Q) | tokens billed, worst "
+           "minute (of T) | failed turns ended " + span + " (for Redis) |\n";
+    out += "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto& row : rows) {
         std::string name(to_string(row.kind));
         if (row.kind == RowKind::killed) name += " " + seconds(row.timeline.redis_down_ms) + " s";
         if (!row.not_started.empty()) {
-            out += "| " + name + " | not started (see below) | | | | | |\n";
+            out += "| " + name + " | not started (see below) | | | | | | |\n";
             continue;
         }
         const RowMetrics m = measure(row, c, window);
@@ -129,6 +143,7 @@ std::string summary_table(const std::vector<RowData>& rows, const ReportContext&
         std::string cells = "| " + name + " | ";
         cells += judged(std::to_string(m.worst_minute) + " (" + percent(m.worst_minute_share) + ")",
                         m.worst_minute_share <= kWorstMinute) + " | ";
+        cells += std::to_string(m.worst_buckets) + " (" + percent(m.worst_buckets_share) + ") | ";
         cells += percent(m.mean_minute_share) + " | ";
         cells += judged(fixed(m.per_ok_429, 2) + " (" + percent(m.share_429) + ")", m.share_429 < kShare429) + " | ";
         cells += judged(percent(m.goodput_share) + " (" + std::to_string(m.ok) + " of " + std::to_string(m.sent) +
@@ -164,12 +179,14 @@ std::string summary_table(const std::vector<RowData>& rows, const ReportContext&
            "Row \"per replica\": each replica's quota is Q / " + std::to_string(c.replicas) + " requests per "
            "minute and there is no fleet block; the shared rows: fleet.redis is the driver's redis-server, the "
            "quota Q requests and T = " + std::to_string(c.tokens_per_minute) + " tokens per minute; in the killed "
-           "row redis-server is killed (SIGKILL: its port refuses) and started again, empty, on the same port. "
-           "Worst minute: the most requests (tokens: the most tokens the 200s billed) the provider received in "
-           "any 60 s of the observation; mean minute: its requests over the run per minute. Goodput: ok turns "
-           "that ended in the run, per minute. Failed turns: those that ended in the span, from the kill to " +
-           seconds(Timeline{}.window_after_ms) + " s after the restart, in every row; for Redis: a 5xx (the "
-           "provider answers only 200 and 429) or an error naming Redis or the fleet.\n";
+           "row redis-server is killed (SIGKILL: its port refuses) and started again, empty, on the same port, "
+           "10 s before the first minute ends (when a fleet that keeps the quota has room again). Worst minute: "
+           "the most requests (tokens: the most tokens the 200s billed) the provider received in any 60 s of the "
+           "observation (the drain's too); as its quota counts them: in any 60 of its one-second buckets. Mean "
+           "minute and goodput (ok turns by when they ended) per minute over the run's whole minutes, 0.." +
+           seconds(Timeline::scaled(c.scale).minutes_ms()) + " s. Failed turns: those that ended in the span, from "
+           "the kill to " + seconds(Timeline{}.window_after_ms) + " s after the restart, in every row; for Redis: a "
+           "5xx (the provider answers only 200 and 429) or an error naming Redis or the fleet.\n";
     return out;
 }
 

@@ -46,16 +46,19 @@ struct ReportContext {
 // restart when it recorded them, else the timeline's (timeline.hpp).
 std::pair<double, double> outage_window(const RowData& row);
 
-// Every figure is taken over [0, run_ms) unless it says otherwise.
+// Every figure is taken over the whole observation unless it says
+// otherwise; the means over the run's whole minutes, [0, minutes_ms).
 struct RowMetrics {
-    std::size_t received = 0, received_429 = 0;  // the provider's requests, over the whole observation
+    std::size_t received = 0, received_429 = 0;  // the provider's requests
     std::int64_t worst_minute = 0;               // most requests it received in any 60 s
     double worst_minute_share = 0;               // ... / Q
+    std::int64_t worst_buckets = 0;              // most in any 60 of its one-second buckets, as its quota counts
+    double worst_buckets_share = 0;              // ... / Q
     double mean_minute_share = 0;                // requests received per minute / Q
     double share_429 = 0;                        // of its requests, the share answered 429
     double per_ok_429 = 0;                       // its 429s per ok turn
-    std::size_t sent = 0, ok = 0;                // turns sent; ok turns done
-    double goodput_share = 0;                    // ok turns done per minute / Q
+    std::size_t sent = 0, ok = 0;                // turns sent; ok turns done (whole minutes)
+    double goodput_share = 0;                    // ok turns done per minute / Q (whole minutes)
     std::int64_t worst_minute_tokens = 0;        // most tokens its 200s billed in any 60 s
     double tokens_share = 0;                     // ... / T
     std::size_t window_failed = 0;               // turns failed (not ok) that ended in outage_window
@@ -69,6 +72,10 @@ RowMetrics measure(const RowData& row, const ReportContext& context, std::pair<d
 // The largest sum of weights over the (time, weight) points inside any
 // [t, t + span_ms); points need not be sorted.
 std::int64_t worst_window(std::vector<std::pair<double, std::int64_t>> points, double span_ms);
+
+// The largest count of `seconds` (each a bucket's second, unsorted) in
+// any `width` consecutive seconds.
+std::int64_t worst_buckets(std::vector<std::int64_t> seconds, std::int64_t width);
 
 // A failed turn the proxy ended for Redis: any 5xx (the fake provider
 // answers only 200 and 429, so a 5xx is the proxy's own), or an error that

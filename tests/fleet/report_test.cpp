@@ -4,12 +4,19 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 using namespace modelproxy::fleet;
 
 namespace {
 
 Turn turn(double sent, double end, bool ok, unsigned status, std::string error = "") {
     return Turn{sent, end, status, ok, "", 1, ok ? "" : error};
+}
+
+// A request the provider read `ms` after t0, t0 being 0.25 s into a wall-clock second.
+Attempt attempt(double ms, unsigned status, std::int64_t tokens) {
+    return Attempt{ms, status, tokens, 1'700'000'000 + static_cast<std::int64_t>(std::floor((ms + 250) / 1000))};
 }
 
 // A shared row at scale 1 as section 15's fleet should run it against Q =
@@ -23,10 +30,10 @@ RowData shared_row() {
     row.kind = RowKind::shared;
     row.end_ms = 120100;
     for (int k = 0; k < 12000; ++k) {
-        row.attempts.push_back(Attempt{10.0 * k, 200, 70});
+        row.attempts.push_back(attempt(10.0 * k, 200, 70));
         row.turns.push_back(turn(10.0 * k, 10.0 * k + 100, true, 200));
     }
-    for (int j = 0; j < 50; ++j) row.attempts.push_back(Attempt{30000.0 + j, 429, 0});
+    for (int j = 0; j < 50; ++j) row.attempts.push_back(attempt(30000.0 + j, 429, 0));
     for (int j = 0; j < 20; ++j)
         row.turns.push_back(turn(59000 + j, 60000 + j, false, 429, "status 429 rejected/queue_timeout_ms code quota_timeout"));
     for (int j = 0; j < 5; ++j) row.turns.push_back(turn(5000 + j, 10000 + j, false, 429, "status 429 code quota_timeout"));
@@ -95,6 +102,39 @@ TEST_CASE("worst_window finds the largest sum inside any span", "[fleet]") {
     }
 }
 
+TEST_CASE("worst_buckets counts as the provider's quota does, in whole seconds", "[fleet]") {
+    CHECK(worst_buckets({}, 60) == 0);
+    CHECK(worst_buckets({5}, 60) == 1);
+    CHECK(worst_buckets({0, 59, 59, 60}, 60) == 3);  // 0..59, and 1..60 holds 59, 59, 60
+    CHECK(worst_buckets({60, 0, 0, 0, 59}, 60) == 4);
+    CHECK(worst_buckets({0, 1, 2, 3}, 2) == 2);
+    // A second's burst at each end of an exact minute: 60 s sliding sees
+    // both, the buckets never do.
+    std::vector<std::pair<double, std::int64_t>> exact;
+    std::vector<std::int64_t> seconds;
+    for (const double ms : {999.0, 999.5, 60500.0, 60600.0}) {
+        exact.emplace_back(ms, 1);
+        seconds.push_back(static_cast<std::int64_t>(ms / 1000));
+    }
+    CHECK(worst_window(exact, 60000) == 4);
+    CHECK(worst_buckets(seconds, 60) == 2);
+}
+
+TEST_CASE("the timeline scales the run and the outage's length, not its start", "[fleet]") {
+    const Timeline full;
+    CHECK(full.run_ms == 120000);
+    CHECK(full.minutes_ms() == 120000);
+    CHECK(full.window_start() == 50000);
+    CHECK(full.window_end() == 75000);
+    const Timeline quick = Timeline::scaled(0.75);
+    CHECK(quick.run_ms == 90000);
+    CHECK(quick.minutes_ms() == 60000);
+    CHECK(quick.redis_down_start() == 50000);
+    CHECK(quick.redis_down_end() == 65000);
+    CHECK(quick.window_end() == 70000);
+    CHECK(Timeline::scaled(0.5).redis_down_end() == Timeline::scaled(0.5).run_ms);
+}
+
 TEST_CASE("a failed turn is Redis's when it is a 5xx or names Redis or the fleet", "[fleet]") {
     struct Case {
         Turn t;
@@ -132,6 +172,8 @@ TEST_CASE("measure takes each figure of a row over its own span", "[fleet]") {
     CHECK(m.received_429 == 50);
     CHECK(m.worst_minute == 6050);  // 6000 in any minute, and the 429s at 30 s
     CHECK(m.worst_minute_share == Approx(6050.0 / 6000));
+    CHECK(m.worst_buckets == 6050);
+    CHECK(m.worst_buckets_share == Approx(6050.0 / 6000));
     CHECK(m.mean_minute_share == Approx(12050.0 / 2 / 6000));
     CHECK(m.share_429 == Approx(50.0 / 12050));
     CHECK(m.sent == 12025);
@@ -150,7 +192,7 @@ TEST_CASE("the summary judges the shared rows against each target, and not the p
     const ReportContext context;
     RowData per_replica = shared_row();
     per_replica.kind = RowKind::per_replica;
-    for (int j = 0; j < 5000; ++j) per_replica.attempts.push_back(Attempt{20000 + j * 2.0, 429, 0});
+    for (int j = 0; j < 5000; ++j) per_replica.attempts.push_back(attempt(20000 + j * 2.0, 429, 0));
     RowData missing;
     missing.kind = RowKind::shared;
     missing.not_started = "modelproxy check refused it\n";
@@ -160,10 +202,10 @@ TEST_CASE("the summary judges the shared rows against each target, and not the p
     CHECK(all_pass);
     CHECK(table.find("failed turns ended 50..75 s (for Redis)") != std::string::npos);
     CHECK(line_of(table, "| shared |") ==
-          "| shared | 6050 (100.8 %) PASS | 100.4 % | 0.00 (0.4 %) PASS | 99.9 % (11990 of 12025 turns ok) PASS | "
+          "| shared | 6050 (100.8 %) PASS | 6050 (100.8 %) | 100.4 % | 0.00 (0.4 %) PASS | 99.9 % (11990 of 12025 turns ok) PASS | "
           "420000 (35.0 %) | 20 (0) |");
     CHECK(line_of(table, "| shared, Redis killed 20 s |") ==
-          "| shared, Redis killed 20 s | 6050 (100.8 %) PASS | 100.4 % | 0.00 (0.4 %) PASS | 99.9 % (11990 of 12025 "
+          "| shared, Redis killed 20 s | 6050 (100.8 %) PASS | 6050 (100.8 %) | 100.4 % | 0.00 (0.4 %) PASS | 99.9 % (11990 of 12025 "
           "turns ok) PASS | 420000 (35.0 %) | 20 (0) PASS |");
     const std::string per = line_of(table, "| per replica |");
     CHECK(per.find("PASS") == std::string::npos);
@@ -179,7 +221,7 @@ TEST_CASE("the summary judges the shared rows against each target, and not the p
     }
     SECTION("too many requests, too many 429s and too little goodput fail") {
         RowData row = shared_row();
-        for (int j = 0; j < 150; ++j) row.attempts.push_back(Attempt{40000.0 + j, 429, 0});
+        for (int j = 0; j < 150; ++j) row.attempts.push_back(attempt(40000.0 + j, 429, 0));
         std::erase_if(row.turns, [](const Turn& t) { return t.ok && t.due_ms >= 100000; });
         all_pass = true;
         table = summary_table({row}, context, all_pass);
