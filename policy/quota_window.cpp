@@ -15,7 +15,7 @@ std::int64_t QuotaWindow::second_of(Time t) {
 
 void QuotaWindow::expire(std::int64_t second) {
     for (Bucket& b : buckets_)
-        if (b.second >= 0 && b.second <= second - 60) b = Bucket{};
+        if (b.second >= 0 && b.second <= second - 61) b = Bucket{};
 }
 
 QuotaAnswer QuotaWindow::reserve(const QuotaAsk& ask, Time now) {
@@ -34,7 +34,7 @@ QuotaAnswer QuotaWindow::reserve(const QuotaAsk& ask, Time now) {
                (ask.tokens_per_minute <= 0 || t + tokens <= ask.tokens_per_minute);
     };
     if (fits(requests_in, tokens_in)) {
-        Bucket& b = buckets_[static_cast<std::size_t>(((second % 60) + 60) % 60)];
+        Bucket& b = buckets_[static_cast<std::size_t>(((second % 61) + 61) % 61)];
         if (b.second != second) b = Bucket{second, 0, 0};
         ++b.requests;
         b.tokens += tokens;
@@ -42,26 +42,34 @@ QuotaAnswer QuotaWindow::reserve(const QuotaAsk& ask, Time now) {
     }
     // Drop the oldest buckets, in time order, until the reservation fits:
     // it fits once the last one dropped has left the window.
-    std::array<Bucket, 60> sorted = buckets_;
+    std::array<Bucket, 61> sorted = buckets_;
     std::sort(sorted.begin(), sorted.end(), [](const Bucket& a, const Bucket& b) { return a.second < b.second; });
     for (const Bucket& b : sorted) {
         if (b.second < 0) continue;
         requests_in -= b.requests;
         tokens_in -= b.tokens;
         if (fits(requests_in, tokens_in)) {
-            // Bucket b.second leaves the window when second b.second + 60 begins.
-            const std::int64_t wait = (b.second + 60) * 1000 - ms_of(now);
+            // Bucket b.second leaves the window when second b.second + 61 begins.
+            const std::int64_t wait = (b.second + 61) * 1000 - ms_of(now);
             return {false, 0, 0, std::max<std::int64_t>(wait, 1)};
         }
     }
-    return {false, 0, 0, 60000};  // cannot fit at all (tokens above the limit after the cap): a minute
+    return {false, 0, 0, 61000};  // cannot fit at all (tokens above the limit after the cap): a minute
 }
 
 void QuotaWindow::settle(std::int64_t second, std::int64_t delta, Time now) {
     expire(second_of(now));
-    Bucket& b = buckets_[static_cast<std::size_t>(((second % 60) + 60) % 60)];
+    Bucket& b = buckets_[static_cast<std::size_t>(((second % 61) + 61) % 61)];
     if (b.second != second) return;
     b.tokens = std::max<std::int64_t>(b.tokens + delta, 0);
+}
+
+void QuotaWindow::cancel(std::int64_t second, std::int64_t tokens, Time now) {
+    expire(second_of(now));
+    Bucket& b = buckets_[static_cast<std::size_t>(((second % 61) + 61) % 61)];
+    if (b.second != second) return;
+    b.requests = std::max<std::int64_t>(b.requests - 1, 0);
+    b.tokens = std::max<std::int64_t>(b.tokens - tokens, 0);
 }
 
 std::int64_t QuotaWindow::requests(Time now) {

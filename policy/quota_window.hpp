@@ -1,5 +1,7 @@
 // A route's quota kept by one replica (docs/behaviour.md section 15): a
-// sliding one-minute window of requests and tokens as 60 one-second buckets,
+// sliding one-minute window of requests and tokens as one-second buckets
+// (the current second and the 60 whole ones before it, so that no 60 s span
+// holds more than the quota),
 // the same window the fleet's Redis script keeps, for a replica without a
 // fleet and for one whose Redis is down (its share of the quota). Pure: the
 // caller passes the time and keeps the window under its own lock.
@@ -28,12 +30,14 @@ class QuotaWindow {
 public:
     using Time = std::chrono::steady_clock::time_point;
 
-    // Reserves 1 request and ask.tokens at `now` when the last 60 seconds
-    // (this one included) hold room for them; else how long until they would.
+    // Reserves 1 request and ask.tokens at `now` when the window holds room
+    // for them; else how long until it would.
     QuotaAnswer reserve(const QuotaAsk& ask, Time now);
     // Adds `delta` tokens (negative: given back) to the bucket of `second`
     // while it is still in the window; a bucket never goes below 0.
     void settle(std::int64_t second, std::int64_t delta, Time now);
+    // Takes a reservation back whole (its request and `tokens`).
+    void cancel(std::int64_t second, std::int64_t tokens, Time now);
     // The window's counts at `now` (tests, metrics).
     std::int64_t requests(Time now);
     std::int64_t tokens(Time now);
@@ -47,7 +51,7 @@ private:
     static std::int64_t second_of(Time t);
     static std::int64_t ms_of(Time t);
     void expire(std::int64_t second);
-    std::array<Bucket, 60> buckets_{};
+    std::array<Bucket, 61> buckets_{};
 };
 
 }  // namespace modelproxy::policy

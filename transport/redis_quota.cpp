@@ -12,8 +12,10 @@ namespace {
 //            limit), ARGV[4] tokens  -> {1, second} or {0, wait_ms}
 //   settle   ARGV[2] the reservation's second, ARGV[3] delta tokens
 //            -> {1} applied or {0} outside the window
-// Seconds are Redis's TIME; the window is [now - 59, now]. A bucket of second
-// s leaves it at (s + 60) * 1000 ms, which is when a refused reservation may
+// Seconds are Redis's TIME; the window is [now - 60, now]: the current
+// second and the 60 whole ones before it, so that no 60 s span, wherever it
+// starts inside a second, holds more than the quota. A bucket of second s
+// leaves it at (s + 61) * 1000 ms, which is when a refused reservation may
 // fit: the wait removes buckets oldest first until the rest leaves room.
 // redis.replicate_commands (under pcall: Redis 7 always replicates effects
 // and deprecates it) lets Redis 6 replicate the writes after TIME.
@@ -23,7 +25,7 @@ local key = KEYS[1]
 local time = redis.call('TIME')
 local now = tonumber(time[1])
 local now_ms = now * 1000 + math.floor(tonumber(time[2]) / 1000)
-local oldest = now - 59
+local oldest = now - 60
 local ttl_ms = 120000
 
 if ARGV[1] == 'settle' then
@@ -93,10 +95,10 @@ for _, second in ipairs(seconds) do
   requests = requests - buckets[second][1]
   tokens = tokens - buckets[second][2]
   if fits(requests, tokens) then
-    return {0, math.max(1, (second + 60) * 1000 - now_ms)}
+    return {0, math.max(1, (second + 61) * 1000 - now_ms)}
   end
 end
-return {0, 60000}
+return {0, 61000}
 )lua";
 
 // The two integers of the script's {a, b} reply.

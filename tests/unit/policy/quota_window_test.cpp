@@ -19,11 +19,11 @@ TEST_CASE("quota window: requests up to the limit, then the wait until the oldes
     CHECK(w.reserve(ask, t0 + 20s + 500ms).reserved);
     const QuotaAnswer refused = w.reserve(ask, t0 + 30s);
     CHECK_FALSE(refused.reserved);
-    CHECK(refused.wait_ms == 30000);  // the bucket of t0 leaves at t0 + 60 s
+    CHECK(refused.wait_ms == 31000);  // the bucket of t0 leaves at t0 + 61 s
     CHECK(w.requests(t0 + 30s) == 3);
-    CHECK_FALSE(w.reserve(ask, t0 + 59s + 999ms).reserved);
-    CHECK(w.reserve(ask, t0 + 60s).reserved);  // t0's bucket is out
-    CHECK(w.requests(t0 + 60s) == 3);
+    CHECK_FALSE(w.reserve(ask, t0 + 60s + 999ms).reserved);  // any 60 s span holds at most 3
+    CHECK(w.reserve(ask, t0 + 61s).reserved);  // t0's bucket is out
+    CHECK(w.requests(t0 + 61s) == 3);
 }
 
 TEST_CASE("quota window: tokens, capped at the limit, charged and given back by settlements", "[quota]") {
@@ -41,8 +41,8 @@ TEST_CASE("quota window: tokens, capped at the limit, charged and given back by 
     REQUIRE(big.reserved);
     CHECK(big.tokens == 1000);
     // A settlement after the bucket left the window changes nothing.
-    empty.settle(big.second, 500, t0 + 61s);
-    CHECK(empty.tokens(t0 + 61s) == 0);
+    empty.settle(big.second, 500, t0 + 62s);
+    CHECK(empty.tokens(t0 + 62s) == 0);
     // Never below 0.
     QuotaWindow w2;
     const QuotaAnswer r = w2.reserve({0, 1000, 100}, t0);
@@ -54,4 +54,15 @@ TEST_CASE("quota window: no limits always reserve", "[quota]") {
     QuotaWindow w;
     for (int i = 0; i < 1000; ++i) REQUIRE(w.reserve({0, 0, 50}, t0 + std::chrono::milliseconds(i)).reserved);
     CHECK(w.requests(t0 + 1s) == 1000);
+}
+
+TEST_CASE("quota window: a reservation taken back frees its request and tokens", "[quota]") {
+    QuotaWindow w;
+    const QuotaAnswer a = w.reserve({1, 0, 100}, t0);
+    REQUIRE(a.reserved);
+    CHECK_FALSE(w.reserve({1, 0, 100}, t0).reserved);
+    w.cancel(a.second, a.tokens, t0);
+    CHECK(w.requests(t0) == 0);
+    CHECK(w.tokens(t0) == 0);
+    CHECK(w.reserve({1, 0, 100}, t0).reserved);
 }
