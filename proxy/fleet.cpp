@@ -207,7 +207,10 @@ void Fleet::ping_result(bool ok, Time now, const config::Fleet& fleet) {
     {
         std::lock_guard lock(mutex_);
         change = health_.on_ping(ok, now);
-        if (change == policy::FleetChange::up) up_.store(true, std::memory_order_release);
+        if (change == policy::FleetChange::up) {
+            resumed_at_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+            up_.store(true, std::memory_order_release);
+        }
     }
     if (change == policy::FleetChange::up) say("fleet: Redis at " + fleet.redis_url + " answers again; sharing again");
 }
@@ -382,6 +385,11 @@ policy::QuotaAnswer Fleet::reserve_local(const std::string& route, const policy:
     auto it = windows_.find(route);
     if (it == windows_.end()) it = windows_.emplace(route, policy::QuotaWindow{}).first;
     return it->second.reserve(ask, now);
+}
+
+void Fleet::cancel_local(const std::string& route, std::int64_t second, std::int64_t tokens, Time now) {
+    std::lock_guard lock(mutex_);
+    if (auto it = windows_.find(route); it != windows_.end()) it->second.cancel(second, tokens, now);
 }
 
 void Fleet::settle_local(const std::string& route, std::int64_t second, std::int64_t delta, Time now) {

@@ -88,6 +88,14 @@ public:
     // fleet, the route's whole quota; while Redis is down, its share.
     policy::QuotaAnswer reserve_local(const std::string& route, const policy::QuotaAsk& ask, Time now);
     void settle_local(const std::string& route, std::int64_t second, std::int64_t delta, Time now);
+    void cancel_local(const std::string& route, std::int64_t second, std::int64_t tokens, Time now);
+    // Within a minute of Redis coming back: a restarted Redis may have
+    // forgotten the minute, so a replica keeps within its own share too.
+    bool recently_resumed(Time now) const {
+        const auto at = resumed_at_.load(std::memory_order_relaxed);
+        return at != 0 && now.time_since_epoch().count() - at < std::chrono::duration_cast<Time::duration>(
+                                                                      std::chrono::seconds(61)).count();
+    }
 
 private:
     void run_background(std::shared_ptr<boost::asio::io_context> io, config::Fleet fleet,
@@ -105,6 +113,7 @@ private:
     std::atomic<bool> enabled_{false};
     std::atomic<bool> up_{true};
     std::atomic<std::int64_t> replicas_{1};
+    std::atomic<Time::rep> resumed_at_{0};  // when Redis last came back (steady clock), 0: never
     std::string identity_;  // the configured server's
     std::string url_;       // safe to log
     std::uint64_t generation_ = 0;

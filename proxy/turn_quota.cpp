@@ -61,40 +61,57 @@ Task<std::optional<bool>> TurnRun::pass_quota(Failed* last) {
     const std::int64_t tokens = request::estimate_tokens(content_type, plan_.body, q.tokens_per_minute).tokens;
     usage_tokens_.reset();
     std::optional<Timer> timer;
+    const config::Config& cfg = plan_.runtime->config;
+    // This replica's share of the quota (with a fleet), or the whole of it.
+    policy::QuotaAsk own;
+    own.requests_per_minute = q.requests_per_minute;
+    own.tokens_per_minute = q.tokens_per_minute;
+    own.tokens = tokens;
     for (;;) {
         std::int64_t wait_ms = 0;
         bool waits = false;
-        const config::Config& cfg = plan_.runtime->config;
+        if (cfg.fleet) {
+            const std::int64_t replicas = fleet.replicas_seen();
+            own.requests_per_minute = policy::fleet_share(q.requests_per_minute, replicas);
+            own.tokens_per_minute = policy::fleet_share(q.tokens_per_minute, replicas);
+        }
         if (cfg.fleet && fleet.enabled() && fleet.up()) {
-            transport::RedisQuota shared(worker_.redis(*plan_.runtime), cfg.fleet->key_prefix);
-            const std::chrono::milliseconds timeout(cfg.fleet->timeout_ms);
-            const transport::QuotaReservation r = co_await shared.reserve(
-                route.name, transport::QuotaLimits{q.requests_per_minute, q.tokens_per_minute}, tokens, timeout);
-            const bool failed = r.outcome == transport::QuotaReservation::Outcome::failed;
-            fleet.on_call(!failed, r.error);
-            if (r.outcome == transport::QuotaReservation::Outcome::reserved) {
-                quota_ = QuotaHeld{true, true, r.bucket_second, r.tokens, &route};
-                if (watch_cut()) co_return false;  // given back with the turn
-                co_return std::nullopt;
-            }
-            if (watch_cut()) co_return false;
-            if (!failed) {
+            // Mirrored in the own window first: within a minute of Redis
+            // coming back (it may have forgotten the minute) the share must
+            // fit too; otherwise the mirror only records.
+            auto now = clock_.now();
+            policy::QuotaAsk mirror{0, 0, tokens};
+            if (fleet.recently_resumed(now)) mirror = own;
+            const policy::QuotaAnswer local = fleet.reserve_local(route.name, mirror, now);
+            if (!local.reserved) {
                 waits = true;
-                wait_ms = r.wait.count();
+                wait_ms = local.wait_ms;
+            } else {
+                transport::RedisQuota shared(worker_.redis(*plan_.runtime), cfg.fleet->key_prefix);
+                const std::chrono::milliseconds timeout(cfg.fleet->timeout_ms);
+                const transport::QuotaReservation r = co_await shared.reserve(
+                    route.name, transport::QuotaLimits{q.requests_per_minute, q.tokens_per_minute}, tokens, timeout);
+                const bool failed = r.outcome == transport::QuotaReservation::Outcome::failed;
+                fleet.on_call(!failed, r.error);
+                if (r.outcome == transport::QuotaReservation::Outcome::reserved) {
+                    quota_ = QuotaHeld{true, true, r.bucket_second, r.tokens, &route, true, local.second, local.tokens};
+                    if (watch_cut()) co_return false;  // given back with the turn
+                    co_return std::nullopt;
+                }
+                fleet.cancel_local(route.name, local.second, local.tokens, clock_.now());
+                if (watch_cut()) co_return false;
+                if (!failed) {
+                    waits = true;
+                    wait_ms = r.wait.count();
+                }
+                // A failed call: this replica's own window decides, at once.
             }
-            // A failed call: this replica's own window decides, at once.
         }
         if (!waits) {
-            // No fleet: the whole quota here. Redis down: this replica's share.
-            const bool share = cfg.fleet.has_value();
-            const std::int64_t replicas = fleet.replicas_seen();
-            policy::QuotaAsk ask;
-            ask.requests_per_minute =
-                share ? policy::fleet_share(q.requests_per_minute, replicas) : q.requests_per_minute;
-            ask.tokens_per_minute = share ? policy::fleet_share(q.tokens_per_minute, replicas) : q.tokens_per_minute;
-            ask.tokens = tokens;
+            // No fleet: the whole quota here. Redis down: this replica's
+            // share, against a window that holds its last minute.
             const auto now = clock_.now();
-            const policy::QuotaAnswer a = fleet.reserve_local(route.name, ask, now);
+            const policy::QuotaAnswer a = fleet.reserve_local(route.name, own, now);
             if (a.reserved) {
                 quota_ = QuotaHeld{true, false, a.second, a.tokens, &route};
                 co_return std::nullopt;
@@ -125,6 +142,10 @@ void TurnRun::settle_quota(bool answered) {
     if (!quota_.redis) {
         Fleet::process().settle_local(route.name, quota_.second, delta, clock_.now());
         return;
+    }
+    if (quota_.mirrored) {
+        const std::int64_t local_delta = answered ? delta : -quota_.local_tokens;
+        Fleet::process().settle_local(route.name, quota_.local_second, local_delta, clock_.now());
     }
     const config::Config& cfg = plan_.runtime->config;
     if (!cfg.fleet) return;

@@ -458,6 +458,11 @@ private:
         std::int64_t second = 0;  // its bucket
         std::int64_t tokens = 0;  // the tokens charged
         const config::Route* route = nullptr;
+        // A Redis reservation is mirrored in this replica's own window, so
+        // that the window knows this replica's last minute when Redis goes.
+        bool mirrored = false;
+        std::int64_t local_second = 0;
+        std::int64_t local_tokens = 0;
     };
     QuotaHeld quota_;
     std::optional<std::int64_t> usage_tokens_;  // the running attempt's answer's usage
