@@ -11,7 +11,7 @@
 // one that has started is read to its end (at most turn_timeout_ms). A
 // caller whose connection failed connects again for its next turn, 100 ms
 // later when the connect itself failed. All of them run on one io_context,
-// on the thread that calls run_callers.
+// on the thread that calls run_callers; each is outage/closed_loop.hpp's.
 //
 // Turns are recorded as the outage simulation's (tests/outage/load.hpp),
 // due_ms being when the turn was sent; a failed turn's `error` names its
@@ -19,6 +19,7 @@
 #pragma once
 
 #include "fleet/timeline.hpp"
+#include "outage/closed_loop.hpp"
 #include "outage/load.hpp"
 
 #include <cstdint>
@@ -42,7 +43,6 @@ struct CallerSpec {
 // the order they were sent.
 std::vector<Turn> run_callers(const CallerSpec& spec, Clock::time_point t0);
 
-// The value of the first `"code":"..."` in an error body, "" when none.
-std::string error_code(const std::string& body);
+using outage::error_code;  // a failure's cause names it
 
 }  // namespace modelproxy::fleet

@@ -18,6 +18,7 @@
 #include "fleet/provider.hpp"
 #include "fleet/report.hpp"
 #include "fleet/rows.hpp"
+#include "outage/driver.hpp"
 #include "outage/proxy_run.hpp"
 #include "support/http_client.hpp"
 #include "support/proxy_process.hpp"
@@ -40,7 +41,10 @@
 #include <thread>
 
 using namespace modelproxy::fleet;
+using modelproxy::outage::now_utc;
 using modelproxy::outage::ProxyRun;
+using modelproxy::outage::publish;
+using modelproxy::outage::write_file;
 namespace test = modelproxy::test;
 using namespace std::chrono_literals;
 
@@ -127,10 +131,6 @@ Options parse(int argc, char** argv) {
     }
     std::filesystem::create_directories(o.dir);
     return o;
-}
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
 }
 
 void say(const std::string& line) { std::fprintf(stderr, "fleet: %s\n", line.c_str()); }
@@ -294,13 +294,6 @@ RowData run_row(const Options& o, RowKind kind) {
     return row;
 }
 
-std::string now_utc() {
-    const std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%MZ", std::gmtime(&t));
-    return buf;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -336,21 +329,8 @@ int main(int argc, char** argv) {
                 say("row " + std::string(to_string(kind)) + " not started:\n" + rows.back().not_started);
         }
         bool all_pass = true;
-        std::string report = summary_table(rows, context, all_pass);
-        std::string notes;
-        for (const auto& row : rows) {
-            for (const auto& n : row.notes) notes += "- " + n + "\n";
-            if (!row.not_started.empty())
-                notes += "- " + std::string(to_string(row.kind)) + " not started: " +
-                         row.not_started.substr(0, row.not_started.find('\n')) + " (" +
-                         std::to_string(std::count(row.not_started.begin(), row.not_started.end(), '\n')) +
-                         " lines in results.md)\n";
-        }
-        if (!notes.empty()) report += "\n" + notes;
-        std::string results = header + "\n" + report + "\n## Per row\n\n";
-        for (const auto& row : rows) results += row_details(row, context) + "\n";
-        write_file(o.dir / "results.md", results);
-        std::fputs((header + "\n" + report).c_str(), stdout);
+        const std::string report = summary_table(rows, context, all_pass);
+        publish(o.dir, header, report, rows, "not started", [&](const RowData& row) { return row_details(row, context); });
         say("configs, records, /metrics and the per-second account of each row: " + (o.dir / "results.md").string());
         const bool shared_ran = std::any_of(rows.begin(), rows.end(), [](const RowData& r) {
             return is_shared(r.kind) && r.not_started.empty();

@@ -16,12 +16,14 @@
 // duration) from the window's state when the answer is written.
 //
 // It records every request it read: when it arrived, the status it was
-// given, the tokens its `usage` billed and the quota bucket it fell in. Threading: the server runs on
+// given, the tokens its `usage` billed and the quota bucket it fell in. The
+// HTTP skeleton is outage/http_server.hpp's. Threading: the server runs on
 // its io_context's thread; attempts() may be called from any thread.
 #pragma once
 
 #include "fleet/minute_window.hpp"
 #include "fleet/timeline.hpp"
+#include "outage/http_server.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -67,6 +69,7 @@ public:
 private:
     std::uint16_t port_ = 0;
     std::shared_ptr<State> state_;
+    std::unique_ptr<outage::HttpServer> server_;
 };
 
 }  // namespace modelproxy::fleet

@@ -5,7 +5,8 @@
 // (at most turn_timeout_ms). A caller whose connection failed connects again
 // for its next turn, 100 ms later when the connect itself failed (so a dead
 // proxy is not spun on). Turns are recorded as the outage simulation's
-// (tests/outage/load.hpp), due_ms being when the turn was sent.
+// (tests/outage/load.hpp), due_ms being when the turn was sent. Each caller
+// is outage/closed_loop.hpp's, with no think time.
 #pragma once
 
 #include "load/timeline.hpp"

@@ -14,11 +14,13 @@
 // answer is written.
 //
 // It records every request it read: when it arrived and the status it was
-// given. Threading: the server runs on its io_context's thread; attempts()
-// may be called from any thread.
+// given. The HTTP skeleton is outage/http_server.hpp's. Threading: the
+// server runs on its io_context's thread; attempts() may be called from
+// any thread.
 #pragma once
 
 #include "load/rate_window.hpp"
+#include "outage/http_server.hpp"
 #include "load/timeline.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -55,6 +57,7 @@ public:
 private:
     std::uint16_t port_ = 0;
     std::shared_ptr<State> state_;
+    std::unique_ptr<outage::HttpServer> server_;
 };
 
 }  // namespace modelproxy::load

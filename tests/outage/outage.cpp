@@ -10,6 +10,7 @@
 //
 // A row whose config the binary refuses (a binary without section 13's keys)
 // is reported as not started, with the refusal, and the run goes on.
+#include "outage/driver.hpp"
 #include "outage/load.hpp"
 #include "outage/proxy_run.hpp"
 #include "outage/report.hpp"
@@ -111,10 +112,6 @@ std::string slug(RowKind r) {
     return "row";
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-    std::ofstream(path, std::ios::binary) << text;
-}
-
 void say(const std::string& line) { std::fprintf(stderr, "outage: %s\n", line.c_str()); }
 
 // An io_context on a thread of its own for the upstreams, stopped and joined
@@ -207,13 +204,6 @@ RowData run_row(const Options& o, RowKind kind) {
     return row;
 }
 
-std::string now_utc() {
-    const std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%MZ", std::gmtime(&t));
-    return buf;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -249,21 +239,8 @@ int main(int argc, char** argv) {
                 say("row " + std::string(to_string(kind)) + " did not start:\n" + rows.back().not_started);
         }
         bool all_pass = true;
-        std::string report = summary_table(rows, context, all_pass);
-        std::string notes;
-        for (const auto& row : rows) {
-            for (const auto& n : row.notes) notes += "- " + n + "\n";
-            if (!row.not_started.empty())
-                notes += "- " + std::string(to_string(row.kind)) + " did not start: " +
-                         row.not_started.substr(0, row.not_started.find('\n')) + " (" +
-                         std::to_string(std::count(row.not_started.begin(), row.not_started.end(), '\n')) +
-                         " lines in results.md)\n";
-        }
-        if (!notes.empty()) report += "\n" + notes;
-        std::string results = header + "\n" + report + "\n## Per row\n\n";
-        for (const auto& row : rows) results += row_details(row) + "\n";
-        write_file(o.dir / "results.md", results);
-        std::fputs((header + "\n" + report).c_str(), stdout);
+        const std::string report = summary_table(rows, context, all_pass);
+        publish(o.dir, header, report, rows, "did not start", [&](const RowData& row) { return row_details(row); });
         say("configs, records and the per-second account of each row: " + (o.dir / "results.md").string());
         const bool breaker_ran = std::any_of(rows.begin(), rows.end(), [](const RowData& r) {
             return r.kind == RowKind::breaker && r.not_started.empty();

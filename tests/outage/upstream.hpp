@@ -11,10 +11,11 @@
 // when (for the silent phase: when the peer closed). From those the report
 // counts requests per second and the most in flight at once.
 //
-// Threading: the server runs on its io_context's thread; requests() may be
+// The HTTP skeleton is http_server.hpp's. Threading: the server runs on its io_context's thread; requests() may be
 // called from any thread.
 #pragma once
 
+#include "outage/http_server.hpp"
 #include "outage/timeline.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -59,6 +60,7 @@ private:
     std::string name_;
     std::uint16_t port_ = 0;
     std::shared_ptr<State> state_;
+    std::unique_ptr<HttpServer> server_;
 };
 
 }  // namespace modelproxy::outage
