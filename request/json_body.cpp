@@ -221,6 +221,20 @@ bool is_literal_true(od::value& value) {
     return !value.type().get(type) && type == od::json_type::boolean && scalar_token(value) == "true";
 }
 
+bool is_number(od::value& value) {
+    od::json_type type;
+    return !value.type().get(type) && type == od::json_type::number;
+}
+
+// A number whose value is not `n` (0, 0.0, -0 and 0e5 are all 0); false for
+// anything that is not a number.
+bool number_other_than(od::value& value, double n) {
+    if (!is_number(value)) return false;
+    double d = 0;
+    if (value.get_double().get(d)) return true;
+    return d != n;
+}
+
 }  // namespace
 
 static_assert(json_padding >= simdjson::SIMDJSON_PADDING);
@@ -291,6 +305,13 @@ JsonBody inspect_json_body(std::string_view body, std::size_t readable) {
                 out.stream = is_literal_true(value);
             } else if (*key_is(key, "background")) {
                 out.background = is_literal_true(value);
+            } else if (*key_is(key, "n")) {
+                out.several_choices = number_other_than(value, 1);
+            } else if (*key_is(key, "temperature")) {
+                out.temperature_zero = is_number(value) && !number_other_than(value, 0);
+            } else if (*key_is(key, "seed")) {
+                od::json_type seed_type;
+                out.seed = !value.type().get(seed_type) && seed_type != od::json_type::null;
             }
             if (!valid_value(value, 1)) return {};
         }

@@ -41,6 +41,11 @@ struct JsonBody {
     Span model_span;         // the string value including its quotes, when model == string
     bool stream = false;     // the last top-level "stream" is the literal true
     bool background = false; // the last top-level "background" is the literal true
+    // docs/behaviour.md section 16: what a resume of a cut stream needs of
+    // the request (the last of each top-level member counts).
+    bool several_choices = false;  // "n" is a number other than 1
+    bool temperature_zero = false; // "temperature" is a number equal to 0
+    bool seed = false;             // "seed" is present and not null
 };
 
 // Validates body as JSON (with simdjson on-demand, every value visited) and

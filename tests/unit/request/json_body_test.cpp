@@ -187,3 +187,32 @@ TEST_CASE("rewrite_model keeps every other byte of a large body", "[json_body]")
     CHECK(json.model_name == "fast");
     CHECK(rewrite_model(body, json.model_span, "gpt-4o-mini") == prefix + "\"gpt-4o-mini\"" + suffix);
 }
+
+TEST_CASE("inspect_json_body: what a resume needs of the request, choices, temperature and seed", "[json_body]") {
+    auto [body, several, zero, seed] = GENERATE(table<std::string, bool, bool, bool>({
+        {R"({"model":"m"})", false, false, false},
+        {R"({"n":1})", false, false, false},
+        {R"({"n":1.0})", false, false, false},
+        {R"({"n":2})", true, false, false},
+        {R"({"n":"2"})", false, false, false},
+        {R"({"n":null})", false, false, false},
+        {R"({"n":2,"n":1})", false, false, false},
+        {R"({"temperature":0})", false, true, false},
+        {R"({"temperature":0.0})", false, true, false},
+        {R"({"temperature":-0e3})", false, true, false},
+        {R"({"temperature":0.2})", false, false, false},
+        {R"({"temperature":"0"})", false, false, false},
+        {R"({"temperature":null})", false, false, false},
+        {R"({"seed":42})", false, false, true},
+        {R"({"seed":0})", false, false, true},
+        {R"({"seed":null})", false, false, false},
+        {R"({"options":{"seed":1,"temperature":0,"n":3}})", false, false, false},
+        {R"({"n":3,"temperature":0,"seed":7})", true, true, true},
+    }));
+    CAPTURE(body);
+    const JsonBody json = inspect_json_body(body);
+    REQUIRE(json.shape == JsonShape::object);
+    CHECK(json.several_choices == several);
+    CHECK(json.temperature_zero == zero);
+    CHECK(json.seed == seed);
+}
