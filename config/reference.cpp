@@ -261,6 +261,16 @@ routes:
       only_deterministic: true     # temperature 0 or a seed
 ```
 
+`modelproxy doctor` prints a resume line for each route that enables it,
+after its quota line, and `--json` carries each route's `resume` object
+(`enabled`, `max_resumes`, `max_offset`, `only_deterministic`), the defaults
+when the route has no block:
+
+      resume: up to 1 per turn, max_offset 4096 code points, only deterministic requests
+
+`any request` stands for `only deterministic requests` with
+`only_deterministic: false`.
+
 ## At startup and in `check` (after `--listen` and `--workers`)
 
 Once the file passes the rules above, serving and `modelproxy check` apply

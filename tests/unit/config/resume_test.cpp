@@ -1,6 +1,8 @@
 // A route's `resume` block (docs/behaviour.md section 16): its defaults, every
-// key read and every refusal line.
+// key read, every refusal line, and doctor's resume line
+// (config/route_load.hpp).
 #include "config/config.hpp"
+#include "config/route_load.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -157,4 +159,20 @@ TEST_CASE("every problem of a resume block is reported at once, in file order, o
                                        "routes[1].resume.max_resumes: must be 1..3, got 5",
                                        "routes[1].resume.max_offset: must be 1..1000000, got 0",
                                        "routes[1].resume.extra: unknown key"});
+}
+
+TEST_CASE("doctor's resume line for a route") {
+    auto [route, expected] = GENERATE(table<std::string, std::optional<std::string>>({
+        {"", std::nullopt},
+        {"resume: {}", std::nullopt},
+        {"resume: {enabled: false, max_resumes: 3, only_deterministic: false}", std::nullopt},
+        {"resume: {enabled: true}",
+         "  resume: up to 1 per turn, max_offset 4096 code points, only deterministic requests"},
+        {"resume: {enabled: true, max_resumes: 3, max_offset: 1000000, only_deterministic: false}",
+         "  resume: up to 3 per turn, max_offset 1000000 code points, any request"},
+        {"resume: {enabled: true, max_resumes: 2, max_offset: 1}",
+         "  resume: up to 2 per turn, max_offset 1 code point, only deterministic requests"},
+    }));
+    CAPTURE(route);
+    CHECK(mc::render_route_resume(load_ok(document(route)).routes[0]) == expected);
 }
