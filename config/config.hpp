@@ -78,6 +78,18 @@ struct Quota {
     friend bool operator==(const Quota&, const Quota&) = default;
 };
 
+// routes[].resume (docs/behaviour.md section 16): a stream cut after its
+// answer text was published is continued by one more attempt on a deployment
+// of the same client model, whose stream is read, not published, until it has
+// reproduced that text. Off unless the route enables it.
+struct Resume {
+    bool enabled = false;
+    int max_resumes = 1;                 // 1..3 per turn
+    std::int64_t max_offset = 4096;      // 1..1000000 code points of published answer text a resume may catch up
+    bool only_deterministic = true;      // only requests that set temperature 0 or a seed
+    friend bool operator==(const Resume&, const Resume&) = default;
+};
+
 struct Route {
     std::string name;
     std::string upstream_url;            // as written
@@ -104,6 +116,7 @@ struct Route {
     policy::RetryConfig retry;           // catalog merged with the route's override
     policy::AdmissionConfig admission;   // catalog merged with the route's override (section 14)
     std::optional<Quota> quota;          // section 15; nullopt: no quota
+    Resume resume;                       // docs/behaviour.md section 16; the defaults (off) without a `resume` block
     std::optional<std::string> api_key;  // filled by resolve_environment; nullopt = pass client credentials through
 };
 

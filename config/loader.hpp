@@ -2,8 +2,9 @@
 // clients, the retry catalog, boundary), routes.cpp (routes and their
 // models), route_outage.cpp (a route's section 13 keys), admission.cpp (the
 // `admission` catalog and a route's override, section 14) and
-// models_block.cpp (the top-level `models` block) and fleet.cpp (the
-// `fleet` block and a route's `quota`, section 15). Internal to config/.
+// models_block.cpp (the top-level `models` block), fleet.cpp (the
+// `fleet` block and a route's `quota`, section 15) and route_resume.cpp (a
+// route's `resume`, section 16). Internal to config/.
 #pragma once
 
 #include "config/config.hpp"
@@ -79,5 +80,9 @@ std::optional<Fleet> read_fleet(const YAML::Node& node, Problems& problems);
 
 // A route's `quota` (section 15): at least one of its keys when present.
 void read_route_quota(MapReader& route_reader, Route& route, Problems& problems);
+
+// A route's `resume` (section 16): each key over the defaults of
+// config::Resume; an absent block leaves them, and so leaves resume off.
+void read_route_resume(MapReader& route_reader, Route& route, Problems& problems);
 
 }  // namespace modelproxy::config::detail

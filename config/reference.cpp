@@ -234,6 +234,43 @@ own` for `shared by the fleet` without `fleet.redis`, and the fleet line is
 `fleet: per replica (no fleet.redis)` then. The URL is shown from its parts
 (scheme, host, port, database), the password by its variable's name only.
 
+## Continuing a cut stream (docs/behaviour.md section 16)
+
+A route's `resume` block is off unless it sets `enabled: true`; a route
+without the block never resumes. With it, a `/chat/completions`,
+`/completions` or `/messages` stream of one choice that breaks after
+publishing at most `max_offset` code points of answer text is continued by
+one more attempt on a deployment of the same client model (never a fallback
+model), read without publishing until it has reproduced that text, then
+forwarded from there on. A resume is an attempt like a replay: the turn's
+`retry` bounds and budget must allow one and `min_attempt_ms` must be left
+before the deadline. A break section 16 does not resume, and a new stream
+that diverges from the published text, end the stream with the closing
+error event, as without `resume`.
+
+```yaml
+routes:
+  - name: openai
+    upstream: https://api.openai.com/v1
+    api_key_env: OPENAI_API_KEY
+    models: ["*"]
+    resume:
+      enabled: true
+      max_resumes: 1               # per turn
+      max_offset: 4096             # code points of published answer text
+      only_deterministic: true     # temperature 0 or a seed
+```
+
+`modelproxy doctor` prints a resume line for each route that enables it,
+after its quota line, and `--json` carries each route's `resume` object
+(`enabled`, `max_resumes`, `max_offset`, `only_deterministic`), the defaults
+when the route has no block:
+
+      resume: up to 1 per turn, max_offset 4096 code points, only deterministic requests
+
+`any request` stands for `only deterministic requests` with
+`only_deterministic: false`.
+
 ## At startup and in `check` (after `--listen` and `--workers`)
 
 Once the file passes the rules above, serving and `modelproxy check` apply

@@ -47,6 +47,16 @@ std::optional<std::string> render_route_quota(const Route& route, bool shared) {
            limit(route.quota->tokens_per_minute) + (shared ? ", shared by the fleet" : ", each replica its own");
 }
 
+std::optional<std::string> render_route_resume(const Route& route) {
+    const Resume& resume = route.resume;
+    if (!resume.enabled) {
+        return std::nullopt;
+    }
+    return "  resume: up to " + std::to_string(resume.max_resumes) + " per turn, max_offset " +
+           std::to_string(resume.max_offset) + (resume.max_offset == 1 ? " code point, " : " code points, ") +
+           (resume.only_deterministic ? "only deterministic requests" : "any request");
+}
+
 std::string fleet_url(const Fleet& fleet) {
     const bool ipv6 = fleet.host.find(':') != std::string::npos;
     return std::string(fleet.tls ? "rediss://" : "redis://") + (ipv6 ? "[" + fleet.host + "]" : fleet.host) + ":" +

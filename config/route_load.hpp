@@ -1,7 +1,7 @@
-// What `modelproxy doctor` prints of docs/behaviour.md sections 14 and 15:
-// each route's retry budget and admission, merged from the catalogs and the
-// route's overrides, its quota, and the fleet. Pure: functions of the loaded
-// config.
+// What `modelproxy doctor` prints of docs/behaviour.md sections 14, 15 and
+// 16: each route's retry budget and admission, merged from the catalogs and
+// the route's overrides, its quota, its resume, and the fleet. Pure:
+// functions of the loaded config.
 #pragma once
 
 #include "config/config.hpp"
@@ -29,6 +29,13 @@ std::vector<std::string> render_route_load(const Route& route);
 // own" in place of "shared by the fleet" when `shared` is false (no
 // fleet.redis).
 std::optional<std::string> render_route_quota(const Route& route, bool shared);
+
+// The line after the quota's for a route with resume enabled (none while it
+// is off, the default):
+//   resume: up to 1 per turn, max_offset 4096 code points, only deterministic requests
+// "any request" in place of "only deterministic requests" with
+// only_deterministic false.
+std::optional<std::string> render_route_resume(const Route& route);
 
 // One line, after the routes and models:
 //   fleet: redis redis://127.0.0.1:6379/0, key_prefix modelproxy:, timeout_ms 50, password from VAR

@@ -1,7 +1,8 @@
 // The `routes:` list: each route's keys, its models, its retry override (its
-// admission override is in admission.cpp, its quota in fleet.cpp), and the rules across routes
-// (unique names, one "*"). A model name may appear in several routes: those
-// are its deployments (docs/behaviour.md section 13).
+// admission override is in admission.cpp, its quota in fleet.cpp, its resume
+// in route_resume.cpp), and the rules across routes (unique names, one "*").
+// A model name may appear in several routes: those are its deployments
+// (docs/behaviour.md section 13).
 #include "config/loader.hpp"
 #include "config/syntax.hpp"
 
@@ -408,6 +409,7 @@ std::optional<Route> RoutesReader::read(const YAML::Node& node, std::size_t inde
     read_retry_override(reader, route);
     read_route_admission(reader, route, catalogs_, problems_);
     read_route_quota(reader, route, problems_);
+    read_route_resume(reader, route, problems_);
     return route;
 }
 

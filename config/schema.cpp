@@ -367,6 +367,12 @@ std::vector<KeySpec> build_specs() {
         specs.begin(), specs.end(), [](const KeySpec& spec) { return spec.path == "routes[].admission"; });
     std::vector<KeySpec> quota = quota_specs();
     specs.insert(after_admission + 1, quota.begin(), quota.end());
+    // Section 16: a route's resume after its quota.
+    const auto after_quota = std::find_if(specs.begin(), specs.end(), [](const KeySpec& spec) {
+        return spec.path == "routes[].quota.tokens_per_minute";
+    });
+    std::vector<KeySpec> resume = resume_specs();
+    specs.insert(after_quota + 1, resume.begin(), resume.end());
     return specs;
 }
 

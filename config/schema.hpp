@@ -58,6 +58,10 @@ KeySpec other_key(std::string path, std::string default_value, std::string range
 std::vector<KeySpec> fleet_specs();
 std::vector<KeySpec> quota_specs();
 
+// The rows of docs/behaviour.md section 16 (config/schema_resume.cpp): a
+// route's `resume`.
+std::vector<KeySpec> resume_specs();
+
 // The integer range of a schema path. A path that is not an integer key of the
 // table is a programming error: it aborts, so a loader reading a key the
 // schema does not document fails every test that loads a config.

@@ -182,9 +182,9 @@ TEST_CASE("integers outside their range are refused, one row per key and end") {
 }
 
 TEST_CASE("every integer key of the schema has a range row above") {
-    // Mirrors the table above, admission_test.cpp's for section 14 and
-    // fleet_test.cpp's for section 15: a new
-    // integer key must get its rows there.
+    // Mirrors the table above, admission_test.cpp's for section 14,
+    // fleet_test.cpp's for section 15 and resume_test.cpp's for section 16:
+    // a new integer key must get its rows there.
     const std::set<std::string> covered = {
         "workers", "limits.max_request_body_bytes", "limits.max_header_bytes", "limits.max_response_body_bytes",
         "limits.max_event_bytes", "limits.header_timeout_ms", "limits.idle_timeout_ms", "limits.max_connections", "limits.drain_ms",
@@ -201,7 +201,8 @@ TEST_CASE("every integer key of the schema has a range row above") {
         "admission.backpressure.rate-limit", "admission.backpressure.overload", "admission.backpressure.server",
         "admission.queue_timeout_ms",
         "fleet.timeout_ms", "routes[].quota.requests_per_minute",  // section 15, in fleet_test.cpp
-        "routes[].quota.tokens_per_minute"};
+        "routes[].quota.tokens_per_minute",
+        "routes[].resume.max_resumes", "routes[].resume.max_offset"};  // section 16, in resume_test.cpp
     std::set<std::string> integers;
     for (const mc::KeyInfo& key : mc::schema_keys()) {
         if (!key.range.empty() && key.range[0] >= '0' && key.range[0] <= '9') {

@@ -80,11 +80,12 @@ TEST_CASE("schema paths are unique and cover docs/behaviour.md section 3") {
           "admission.backpressure.overload", "admission.backpressure.server", "admission.queue_timeout_ms",
           "admission.honour_ratelimit_headers", "routes[].admission", "fleet.redis", "fleet.password_env",
           "fleet.tls.ca_file", "fleet.key_prefix", "fleet.timeout_ms", "routes[].quota.requests_per_minute",
-          "routes[].quota.tokens_per_minute"}) {
+          "routes[].quota.tokens_per_minute", "routes[].resume.enabled", "routes[].resume.max_resumes",
+          "routes[].resume.max_offset", "routes[].resume.only_deterministic"}) {
         CAPTURE(path);
         CHECK(key(path) != nullptr);
     }
-    CHECK(mc::schema_keys().size() == 83);
+    CHECK(mc::schema_keys().size() == 87);
 }
 
 TEST_CASE("schema rows show the defaults and ranges the loader applies") {
@@ -143,6 +144,10 @@ TEST_CASE("schema rows show the defaults and ranges the loader applies") {
         {"fleet.timeout_ms", "50", "1..5000 (1 ms..5 s)"},
         {"routes[].quota.requests_per_minute", "(unset: no limit)", "1..100000000"},
         {"routes[].quota.tokens_per_minute", "(unset: no limit)", "1..10000000000"},
+        {"routes[].resume.enabled", "false", "true or false"},
+        {"routes[].resume.max_resumes", "1", "1..3"},
+        {"routes[].resume.max_offset", "4096", "1..1000000"},
+        {"routes[].resume.only_deterministic", "true", "true or false"},
         {"models[].fallback_on", "network, timeout, server, rate-limit, stream-incomplete",
          "list of network, timeout, server, rate-limit, stream-incomplete, content-filter, invalid-request, "
          "not-found and `code:<X>`; `[]` never falls over"},
