@@ -107,6 +107,11 @@ void add_load_json(const config::Route& route, boost::json::object& o) {
     } else {
         o["quota"] = nullptr;
     }
+    // Section 16: always an object; the defaults (off) without a `resume` block.
+    o["resume"] = {{"enabled", route.resume.enabled},
+                   {"max_resumes", route.resume.max_resumes},
+                   {"max_offset", route.resume.max_offset},
+                   {"only_deterministic", route.resume.only_deterministic}};
 }
 
 // The fleet (section 15): null without fleet.redis. The URL is rebuilt from
@@ -229,6 +234,7 @@ int doctor_command(const std::string& path, bool json) {
             for (const auto& line : config::render_route_load(route)) std::cout << line << "\n";
             if (const auto quota = config::render_route_quota(route, file.config->fleet.has_value()))
                 std::cout << *quota << "\n";
+            if (const auto resume = config::render_route_resume(route)) std::cout << *resume << "\n";
         }
         // Warnings inform; they never change the exit code (docs/behaviour.md section 2).
         for (const auto& w : envelope.warnings) std::cerr << "modelproxy: " << policy::render_warning(envelope, w) << "\n";

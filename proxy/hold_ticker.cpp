@@ -47,6 +47,15 @@ Task<void> TurnRun::hold_ticker() {
     // A wait started after the race's cancellation is never cancelled: check
     // first, or the turn would never end.
     if (co_await cut()) co_return;
+    // docs/behaviour.md section 16: on a route that may resume a cut stream,
+    // a `: keep-alive` every 10 s while a resume catches up (nothing else
+    // reaches the client then).
+    while (route_->resume.enabled) {
+        timer.expires_after(std::chrono::seconds(10));
+        auto [tec] = co_await timer.async_wait(use_tuple);
+        if (tec || co_await cut()) co_return;
+        if (catching_up() && !client_gone_ && !co_await write_chunk(": keep-alive\n\n")) co_return;
+    }
     timer.expires_at(Timer::time_point::max());
     co_await timer.async_wait(use_tuple);
 }

@@ -149,6 +149,7 @@ Snapshot Registry::snapshot() const {
             load(c.attempts, values.attempts);
             load(c.refusals, values.refusals);
             load(c.tokens, values.tokens);
+            load(c.resumes, values.resumes);
             values.retry_wait_ms += c.retry_wait_ms.load(relaxed);
             load(c.turn_duration, values.turn_duration);
             load(c.attempt_duration, values.attempt_duration);
@@ -293,6 +294,16 @@ std::string render(const Snapshot& s) {
         for (std::size_t i = 0; i < token_kinds.size(); ++i)
             t.sample("modelproxy_usage_tokens_total", {{"route", r.route}, {"kind", token_kinds[i]}},
                      std::to_string(r.tokens[i]));
+    });
+
+    t.family("modelproxy_resumes_total", "counter",
+             "Cut streams the proxy tried to continue (docs/behaviour.md section 16), by route and result: continued "
+             "past the seam, diverged from the published text, broken before the seam, or skipped (a rule ruled "
+             "the resume out).");
+    routed([&](const RouteValues& r) {
+        for (std::size_t i = 0; i < resume_results.size(); ++i)
+            t.sample("modelproxy_resumes_total", {{"route", r.route}, {"result", resume_results[i]}},
+                     std::to_string(r.resumes[i]));
     });
 
     t.family("modelproxy_turn_duration_seconds", "histogram",

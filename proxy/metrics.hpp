@@ -51,6 +51,9 @@ inline constexpr std::array<std::string_view, 6> refusal_codes = {
 // Token kinds of modelproxy_usage_tokens_total: input = prompt_tokens /
 // input_tokens, output = completion_tokens / output_tokens.
 inline constexpr std::array<std::string_view, 2> token_kinds = {"input", "output"};
+// modelproxy_resumes_total's results (docs/behaviour.md section 16).
+enum class ResumeResult : std::uint8_t { continued, diverged, broken, skipped };
+inline constexpr std::array<std::string_view, 4> resume_results = {"continued", "diverged", "broken", "skipped"};
 
 // Histogram upper bounds in milliseconds (the records' unit, so a histogram
 // holds exactly the records' values) and as the `le` label in seconds: from
@@ -88,6 +91,7 @@ struct alignas(64) RouteCounters {
     std::array<Counter, attempt_classes> attempts{};
     std::array<Counter, refusal_codes.size()> refusals{};
     std::array<Counter, token_kinds.size()> tokens{};
+    std::array<Counter, resume_results.size()> resumes{};
     Counter retry_wait_ms{0};
     Histogram turn_duration;
     Histogram attempt_duration;
@@ -175,6 +179,7 @@ struct RouteValues {
     std::array<std::uint64_t, attempt_classes> attempts{};
     std::array<std::uint64_t, refusal_codes.size()> refusals{};
     std::array<std::uint64_t, token_kinds.size()> tokens{};
+    std::array<std::uint64_t, resume_results.size()> resumes{};
     std::uint64_t retry_wait_ms = 0;
     HistogramValues turn_duration;
     HistogramValues attempt_duration;

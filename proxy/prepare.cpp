@@ -223,6 +223,8 @@ Reply prepare_from(Shared& shared, const std::shared_ptr<const Runtime>& runtime
     plan.client_model = forward.client_model;
     plan.method.assign(method);
     plan.wants_stream = facts.wants_stream();
+    plan.one_choice = !facts.json.several_choices;
+    plan.deterministic = facts.json.temperature_zero || facts.json.seed;
     plan.head_request = is_head;
     plan.endpoint = policy::endpoint_for_path(target.path.substr(3));
     plan.error_shape = policy::error_shape_for_target(req.target());

@@ -109,6 +109,8 @@ void fill(Out& out, const AttemptRecord& r) {
     out.word(r.digest);
     out.text(R"(,"candidate":)");
     out.num(r.candidate);
+    out.text(R"(,"resume_offset":)");
+    out.num(r.resume_offset);
     if (r.accepted_models) {
         out.text(R"(,"answered_model":)");
         out.str(r.answered_model);
@@ -154,6 +156,8 @@ void fill(Out& out, const TurnRecord& r) {
     out.num(r.duration_ms);
     out.text(R"(,"ttft_ms":)");
     out.num(r.ttft_ms);
+    out.text(R"(,"resumed":)");
+    out.num(r.resumed);
     out.text("}\n");
 }
 

@@ -28,6 +28,11 @@ struct AttemptRecord {
     std::int64_t remaining_ms = 0;
     std::string_view digest;              // "sha256:<hex>"
     int candidate = 0;                    // the index in the turn's candidate list (section 13)
+    // Section 16, in Unicode code points: on an attempt whose cut stream a
+    // resume continues (decision resume), the answer text published when it
+    // broke; on a resume's attempt, the published text it had to reproduce.
+    // null on every other attempt.
+    std::optional<std::int64_t> resume_offset;
     // A model_identity_mismatch only (docs/behaviour.md section 9), else neither key is
     // written: "answered_model", the model the upstream answered with ("" ->
     // null: it named none), and "accepted_models", the names accepted.
@@ -50,6 +55,7 @@ struct TurnRecord {
     std::string_view fallback_from;
     std::int64_t duration_ms = 0;
     std::optional<std::int64_t> ttft_ms;
+    int resumed = 0;                      // section 16: cut streams continued past their seam
 };
 
 // A breaker's change of state (docs/behaviour.md section 13).

@@ -12,6 +12,7 @@
 #include "proxy/turn_watch.hpp"
 #include "sse/credentials.hpp"
 #include "sse/inspect.hpp"
+#include "sse/resume.hpp"
 #include "transport/executor.hpp"
 #include "transport/redis.hpp"
 #include "transport/upstream.hpp"
@@ -123,6 +124,12 @@ public:
     // One SSE inspector per worker: it keeps simdjson's buffers warm, and a
     // worker runs one event at a time.
     sse::Inspector& inspector() { return inspector_; }
+    // docs/behaviour.md section 16: one reader of a resumable stream's lines
+    // per worker, made when a route that resumes first needs it.
+    sse::ResumeReader& resume_reader() {
+        if (!resume_reader_) resume_reader_ = std::make_unique<sse::ResumeReader>();
+        return *resume_reader_;
+    }
     // This worker's metric counters for a route slot (Runtime::metric_slots,
     // or Registry::no_route_slot). Only this worker's thread writes them.
     metrics::RouteCounters& counters(std::uint16_t slot) { return shared_.registry.at(index_, slot); }
@@ -183,6 +190,7 @@ private:
     std::vector<std::unique_ptr<transport::RedisClient>> retired_redis_;
     std::string redis_identity_;
     sse::Inspector inspector_;
+    std::unique_ptr<sse::ResumeReader> resume_reader_;
     std::thread thread_;
 };
 

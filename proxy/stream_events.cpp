@@ -123,6 +123,27 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                     return refuse_in_stream(failed, action.failure, verdict);
                 case sse::EventStep::forward:
                 case sse::EventStep::forward_and_end:
+                    if (action.step == sse::EventStep::forward_and_end) {
+                        const policy::Classification c = policy::classify_error_event(declared, plan_.endpoint);
+                        // Section 16: before a resume's seam, the error event
+                        // is a break there; a server-class one after
+                        // publication is held back while a resume may
+                        // continue the stream.
+                        if (catching_up()) return abandon_resume(metrics::ResumeResult::broken);
+                        if (r.resume.track && !r.resume.spent &&
+                            (c.cls == policy::ErrorClass::server || c.cls == policy::ErrorClass::timeout)) {
+                            r.resume.resumable = true;
+                            r.resume.error_event.assign(event->raw);
+                            return close_with(c, K::stream_cut);
+                        }
+                    } else if (r.resume.seam) {
+                        // A resume's attempt: nothing before the seam, the
+                        // rest under the first stream's ids.
+                        const RelayStep step = resume_event(*event);
+                        if (step != RelayStep::read_on) return step;
+                        if (done) r.saw_done = true;
+                        continue;
+                    }
                     // Forwarded as it is: a view of the read where it can be.
                     if (r.reader.in_input(event->raw)) {
                         r.out.add_view(event->raw);
@@ -132,11 +153,13 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                     if (action.step == sse::EventStep::forward_and_end)
                         return close_with(policy::classify_error_event(declared, plan_.endpoint), action.failure);
                     if (done) r.saw_done = true;
+                    track_published(*event);
                     continue;
                 case sse::EventStep::hold:
                 case sse::EventStep::publish:
                     if (facts.error_event && !r.error_event) r.error_event = declared;
                     r.held.append(event->raw);
+                    track_published(*event);
                     if (done) r.saw_done = true;
                     // The first answer text: publish the head and everything held.
                     if (action.step == sse::EventStep::publish) return RelayStep::publish;
@@ -194,8 +217,12 @@ RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed
             break;
     }
     if (policy::row(action.failure).refusal) return refuse_in_stream(failed, action.failure, verdict);
-    // A stream cut after publication, or ended early before it.
-    if (action.step == sse::EndStep::close) return close_with(action.classification, action.failure);
+    // A stream cut after publication, or ended early before it. A resume
+    // (section 16) may continue a cut, not one max_stream_ms ended.
+    if (action.step == sse::EndStep::close) {
+        r.resume.resumable = action.failure == K::stream_cut && !capped;
+        return close_with(action.classification, action.failure);
+    }
     failed = failure(action.failure, action.classification);
     return RelayStep::fail;
 }

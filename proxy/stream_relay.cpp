@@ -74,6 +74,8 @@ void StreamRelay::start(bool stream_rules, sse::Reader::Limits limits, const sse
     saw_done = saw_end = saw_finish = saw_event = false;
     error_event.reset();
     last_sequence.reset();
+    resume.resumable = false;
+    resume.error_event.clear();
     started = std::chrono::steady_clock::now();
     identity = nullptr;
     if (identity_rule) {
@@ -88,6 +90,7 @@ void StreamRelay::start(bool stream_rules, sse::Reader::Limits limits, const sse
 }
 
 void StreamRelay::clear() {
+    resume.clear();
     held.clear();
     out.clear();
     piece = {};
@@ -199,6 +202,9 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
             step = relay_events(fault != Fault::none, failed, usage);  // never publish again
         }
         if (step == RelayStep::read_on) step = relay_end(fault, done, limit.capped, failed);
+        // Section 16: a resume's stream that ended before its seam said less
+        // than the client has.
+        if (step == RelayStep::complete && catching_up()) step = abandon_resume(metrics::ResumeResult::diverged);
         switch (step) {
             case RelayStep::read_on:
             case RelayStep::publish:  // not after publication
@@ -209,6 +215,18 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
             case RelayStep::close:
                 note_usage(usage.latest());
                 usage.count();  // before the records and the last bytes
+                // Section 16: a break before a resume's seam ends it; a break
+                // a resume may continue is tried first (the turn loop sends
+                // the resume's attempt); else the held-back error event goes
+                // out as section 7 says.
+                if (catching_up()) {
+                    abandon_resume(metrics::ResumeResult::broken);
+                } else if (relay.resume.resumable && resume_break(failed)) {
+                    co_return AttemptEnd{};
+                } else if (!relay.resume.error_event.empty()) {
+                    relay.out.add_copy(relay.resume.error_event);
+                    relay.close.failure = policy::FailureKind::upstream_error_event;
+                }
                 co_return co_await close_published();
             case RelayStep::fail:
                 co_return AttemptEnd{};
@@ -238,14 +256,17 @@ StreamRelay& TurnRun::start_relay() {
     const sse::Reader::Limits limits{static_cast<std::size_t>(limits_.max_event_bytes),
                                      static_cast<std::size_t>(limits_.max_response_body_bytes)};
     plan_.stream.start(rules, limits, identity, plan_.runtime->secrets ? &*plan_.runtime->secrets : nullptr);
+    start_resume(plan_.stream);
     return plan_.stream;
 }
 
-// Before publication the turn deadline bounds the wait too; after it, only
-// stream_idle_timeout_ms and max_stream_ms end a stream.
+// Before publication (and while a resume catches up) the turn deadline
+// bounds the wait too; after it, only stream_idle_timeout_ms and
+// max_stream_ms end a stream.
 TurnRun::ReadLimit TurnRun::read_limit() const {
     ReadLimit limit{Clock::now() + std::chrono::milliseconds(route_->stream_idle_timeout_ms)};
-    const bool answering = phase_ == Phase::answering;
+    // A resume's catch-up (section 16) is bounded by the deadline too.
+    const bool answering = phase_ == Phase::answering && !catching_up();
     if (!answering && plan_.deadline < limit.until) {
         limit.until = plan_.deadline;
         limit.on_timeout = Fault::deadline;

@@ -17,6 +17,7 @@
 #include "sse/inspect.hpp"
 #include "sse/reader.hpp"
 #include "sse/relay_batch.hpp"
+#include "sse/resume.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -101,6 +102,32 @@ struct StreamRelay {
     std::optional<std::uint64_t> last_sequence;
     std::chrono::steady_clock::time_point started;
     Close close;
+
+    // docs/behaviour.md section 16 (proxy/stream_resume.cpp): the answer the
+    // client has, read from each published line while the turn may still
+    // continue its stream, and a resume attempt's seam search. Kept across
+    // the attempts of a turn; emptied when a turn's first stream starts.
+    struct Resume {
+        bool track = false;     // published lines are read into `published`
+        bool spent = false;     // past max_offset, or a line it could not read: no resume
+        sse::PublishedAnswer published;
+        std::optional<sse::Seam> seam;  // while an attempt continues a cut stream
+        bool reached = false;           // that attempt reproduced everything published
+        // A break that a resume may continue: a transport fault, an idle
+        // timeout or a clean end without the end marker after publication,
+        // or a server-class error event (held back from the client).
+        bool resumable = false;
+        // That error event's bytes: forwarded as section 7 says when no
+        // resume follows.
+        std::string error_event;
+        std::string line, event;  // scratch: one rewritten line, one rewritten event
+        void clear() {
+            track = spent = reached = resumable = false;
+            error_event.clear();
+            published.clear();
+            seam.reset();
+        }
+    } resume;
 
     // A fresh attempt: buffers emptied (capacity kept), flags reset, the
     // reader under `limits`, the identity check under `identity_rule` (when

@@ -59,6 +59,29 @@ Task<bool> TurnRun::run() {
         const AttemptEnd end = co_await try_attempt(a, failed);
         if (end.answered) co_return end.keep_alive;
 
+        // Section 16: a cut stream a resume continues, at once, on the
+        // candidate resume_break chose (its attempt is recorded).
+        if (resume_to_) {
+            const std::size_t to = *resume_to_;
+            resume_to_.reset();
+            resume_attempt_ = true;
+            release_slot();
+            attempt_status_ = 0;
+            const auto now = clock_.now();
+            if (to != cur_) {
+                move_to(to, now, false);
+            } else {
+                admit_resume(now);
+            }
+            if (gates_on()) {
+                if (auto ended = co_await pass_gates(&failed)) co_return *ended;
+            }
+            continue;
+        }
+        // A resume's attempt that failed before its seam ends the turn as
+        // the cut it continued; never replayed.
+        if (resume_attempt_) co_return co_await resume_failed(failed);
+
         // Decide: replay here, fall over to another candidate, or end.
         std::optional<std::size_t> fall_to;
         const policy::Decision decision = decide(failed, fall_to);
@@ -117,6 +140,8 @@ void ForwardPlan::clear() {
     body.clear();
     wants_stream = false;
     head_request = false;
+    one_choice = true;
+    deterministic = false;
     endpoint = policy::Endpoint::other;
     error_shape = policy::ErrorShape::openai;
     if (identity) {

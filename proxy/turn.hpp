@@ -38,6 +38,10 @@ struct ForwardPlan {
     std::string body;                         // what is sent (model rewritten)
     bool wants_stream = false;                // "stream": true in the JSON body
     bool head_request = false;                // HEAD: the answer has no body
+    // docs/behaviour.md section 16: what a resume of a cut stream needs of
+    // the request: one choice (`n` absent or 1), and temperature 0 or a seed.
+    bool one_choice = true;
+    bool deterministic = false;
     policy::Endpoint endpoint = policy::Endpoint::other;
     // The shape of the proxy's own envelopes and closing error event for
     // this request's SDK (docs/behaviour.md sections 7 and 9).

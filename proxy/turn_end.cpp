@@ -28,6 +28,7 @@ AttemptRecord TurnRun::attempt_record(std::optional<int> status, const policy::C
     r.delay_ms = delay_ms;
     r.remaining_ms = replays_.remaining_ms(now);
     r.digest = digest_;
+    r.resume_offset = resume_offset_;
     if (plan_.identity_refused && code == "model_identity_mismatch") {
         r.answered_model = plan_.identity_refusal.answered;
         r.accepted_models = &plan_.identity_refusal.accepted;
@@ -53,6 +54,7 @@ TurnRecord TurnRun::turn_record(std::string_view outcome, std::optional<int> sta
     r.published = published;
     r.duration_ms = ms_between(plan_.started, now);
     if (first_byte_at_) r.ttft_ms = ms_between(plan_.started, *first_byte_at_);
+    r.resumed = resumes_;
     return r;
 }
 
@@ -65,6 +67,9 @@ void TurnRun::record_attempt(std::optional<int> status, const policy::Classifica
 
 void TurnRun::record_end(const EndRecord& e) {
     if (e.with_attempt) settle_recorded(e.attempt_status, e.classification, e.decision);
+    // A resume decided and never resolved (its gates, the client, the drain
+    // limit ended the turn first) broke before its seam.
+    if (resume_open_) count_resume(metrics::ResumeResult::broken);
     // The turn waits for its candidate no more: it leaves the in-flight count
     // before the client has its last bytes, so a client's next turn finds
     // the count without it (weighted balance).

@@ -300,6 +300,32 @@ private:
     // close_published's frame.
     void end_published();
 
+    // stream_resume.cpp: continuing a cut stream (docs/behaviour.md section
+    // 16). A stream's start: whether its published lines are read (a turn's
+    // first stream) or, for a resume's attempt, its seam search.
+    void start_resume(StreamRelay& relay);
+    // An event the client gets (held, then published, or forwarded), read
+    // into the answer the client has, while a resume may still follow.
+    void track_published(const sse::Event& event);
+    // After publication, an event of a resume's attempt: dropped before the
+    // seam, cut at it, rewritten to the first stream's ids after it; a line
+    // that contradicts the published answer abandons the resume.
+    RelayStep resume_event(const sse::Event& event);
+    // A break after publication that a resume may continue: true when one
+    // does (the attempt is recorded with decision resume, resume_to_ names
+    // the candidate, `failed` is the cut the turn ends on if it cannot go).
+    bool resume_break(Failed& failed);
+    // A resume's attempt ended before its seam (diverged, or broken): the
+    // client's stream ends as the cut it tried to continue would have.
+    RelayStep abandon_resume(metrics::ResumeResult result);
+    // A resume's attempt failed before its stream could be read through.
+    Task<bool> resume_failed(Failed& failed);
+    // A resume's attempt on the current candidate: its breaker admits it,
+    // or it goes all the same (it was usable when the resume was decided).
+    void admit_resume(Clock::time_point now);
+    void count_resume(metrics::ResumeResult result);
+    bool catching_up() const { return plan_.stream.resume.seam && !plan_.stream.resume.reached; }
+
     // turn_write.cpp: the client writes.
     // Up to seven pieces in one write: each client write is one syscall, and
     // a stream's head, events and last chunk go out together when they can.
@@ -468,6 +494,15 @@ private:
     std::optional<std::int64_t> usage_tokens_;  // the running attempt's answer's usage
     bool fleet_probe_ = false;  // the running attempt is the fleet's half-open probe (section 15)
     int settle_status_ = 0;     // the HTTP status settle_recorded passes on to settle
+    // Section 16 (stream_resume.cpp).
+    int resumes_ = 0;                        // resumes continued past their seam (the turn record's resumed)
+    int resume_tries_ = 0;                   // resumes decided (max_resumes)
+    std::optional<std::size_t> resume_to_;   // the next attempt continues the cut stream on this candidate
+    bool resume_attempt_ = false;            // the running attempt continues a cut stream
+    bool resume_open_ = false;               // a resume decided and not yet continued, diverged or broken
+    std::optional<std::int64_t> resume_offset_;  // the attempt records' resume_offset
+    policy::Classification resume_cut_;      // the break the resume continues: what the client gets if it cannot
+    std::uint16_t resume_slot_ = 0;          // the metrics slot of the route whose resume block decided
 };
 
 }  // namespace modelproxy::proxy

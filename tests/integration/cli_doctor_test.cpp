@@ -484,3 +484,38 @@ TEST_CASE("doctor with a missing config file exits 2", "[doctor]") {
     CHECK(r.out.empty());
     CHECK(lines_of(r.err) == Lines{"modelproxy: cannot read " + missing});
 }
+
+TEST_CASE("doctor shows a route's resume after its load lines, and --json carries it for every route", "[doctor]") {
+    TempDir dir("doctor");
+    const auto path = dir.write("resume.yaml", R"(routes:
+  - name: resumed
+    upstream: http://127.0.0.1:9/v1
+    models: [a]
+    resume: {enabled: true, max_resumes: 2, max_offset: 100, only_deterministic: false}
+  - name: plain
+    upstream: http://127.0.0.1:9/v1
+    models: [b]
+)");
+    const CommandResult r = run_modelproxy({"doctor", "--config", path.string()});
+    CAPTURE(r.out, r.err);
+    CHECK(r.exit_code == 0);
+    const Lines out = lines_of(r.out);
+    REQUIRE(out.size() == 2 * route_lines + 2);  // the fleet line last
+    CHECK(out[route_lines] == "  resume: up to 2 per turn, max_offset 100 code points, any request");
+    CHECK(out[route_lines + 1] == "route plain: timeout_ms 300000, min_attempt_ms 1000, jitter none");
+
+    const CommandResult j = run_modelproxy({"doctor", "--config", path.string(), "--json"});
+    CAPTURE(j.out, j.err);
+    REQUIRE(j.exit_code == 0);
+    const boost::json::value doc = boost::json::parse(j.out);
+    const auto& routes = doc.at("routes").as_array();
+    REQUIRE(routes.size() == 2);
+    CHECK(routes[0].at("resume") == boost::json::object{{"enabled", true},
+                                                        {"max_resumes", 2},
+                                                        {"max_offset", 100},
+                                                        {"only_deterministic", false}});
+    CHECK(routes[1].at("resume") == boost::json::object{{"enabled", false},
+                                                        {"max_resumes", 1},
+                                                        {"max_offset", 4096},
+                                                        {"only_deterministic", true}});
+}

@@ -28,7 +28,7 @@ TEST_CASE("an identity refusal's attempt record carries answered_model and accep
     REQUIRE(list.size() == 3);
     CHECK(list[0] == "gpt-4o");
     CHECK(list[2] == "say \"hi\"");
-    CHECK(o.size() == 17);
+    CHECK(o.size() == 18);  // section 10's fields, resume_offset and the two of a refusal
 
     r.answered_model = {};  // the upstream named no model
     const auto none = boost::json::parse(to_json_line(r)).as_object();

@@ -45,6 +45,7 @@ AttemptRecord every_attempt_field() {
     r.remaining_ms = 298500;
     r.digest = "sha256:0123abcd";
     r.candidate = 2;
+    r.resume_offset = 1234;
     return r;
 }
 
@@ -64,6 +65,7 @@ TurnRecord every_turn_field() {
     r.fallback_from = "openai";
     r.duration_ms = 4321;
     r.ttft_ms = 87;
+    r.resumed = 2;
     return r;
 }
 
@@ -80,7 +82,7 @@ TEST_CASE("an attempt record with every optional field empty pins its nulls", "[
     CHECK(to_json_line(AttemptRecord{}) ==
           R"({"event":"attempt","request_id":null,"route":null,"model":null,"attempt":1,"status":null,)"
           R"("class":null,"code":null,"timeout_source":null,"rule":null,"decision":null,"delay_ms":0,)"
-          R"("remaining_ms":0,"digest":null,"candidate":0})"
+          R"("remaining_ms":0,"digest":null,"candidate":0,"resume_offset":null})"
           "\n");
 }
 
@@ -88,7 +90,7 @@ TEST_CASE("a turn record with every optional field empty pins its nulls and fals
     CHECK(to_json_line(TurnRecord{}) ==
           R"({"event":"turn","request_id":null,"route":null,"model":null,"attempts":0,"provider_retries":0,)"
           R"("outcome":null,"class":null,"code":null,"bound":null,"status":null,"stream":false,)"
-          R"("published":false,"fallback_from":null,"duration_ms":0,"ttft_ms":null})"
+          R"("published":false,"fallback_from":null,"duration_ms":0,"ttft_ms":null,"resumed":0})"
           "\n");
 }
 
@@ -97,7 +99,7 @@ TEST_CASE("an attempt record with every field set is pinned byte for byte", "[re
           R"({"event":"attempt","request_id":"req-7f3a","route":"openai","model":"gpt-4o-mini","attempt":3,)"
           R"("status":429,"class":"rate_limit","code":"rate_limited","timeout_source":"first_byte",)"
           R"("rule":"http-429","decision":"retry","delay_ms":1500,"remaining_ms":298500,)"
-          R"("digest":"sha256:0123abcd","candidate":2})"
+          R"("digest":"sha256:0123abcd","candidate":2,"resume_offset":1234})"
           "\n");
 }
 
@@ -106,7 +108,7 @@ TEST_CASE("a turn record with every field set is pinned byte for byte", "[record
           R"({"event":"turn","request_id":"req-7f3a","route":"anthropic","model":"claude","attempts":4,)"
           R"("provider_retries":3,"outcome":"exhausted","class":"server","code":"upstream_5xx",)"
           R"("bound":"attempts","status":502,"stream":true,"published":true,"fallback_from":"openai",)"
-          R"("duration_ms":4321,"ttft_ms":87})"
+          R"("duration_ms":4321,"ttft_ms":87,"resumed":2})"
           "\n");
 }
 
@@ -122,7 +124,7 @@ TEST_CASE("outside strings are escaped as JSON, and bytes that are not UTF-8 rep
           "{\"event\":\"turn\",\"request_id\":\"a\\\"b\\\\c\\n\\t\\u0001\\u001f\\u007f caf\xc3\xa9 \xef\xbf\xbd\","
           "\"route\":\"r/1\",\"model\":\"nul\\u0000end\",\"attempts\":0,\"provider_retries\":0,"
           "\"outcome\":null,\"class\":null,\"code\":null,\"bound\":null,\"status\":null,\"stream\":false,"
-          "\"published\":false,\"fallback_from\":\"\\b\\f\\r\",\"duration_ms\":0,\"ttft_ms\":null}\n");
+          "\"published\":false,\"fallback_from\":\"\\b\\f\\r\",\"duration_ms\":0,\"ttft_ms\":null,\"resumed\":0}\n");
 }
 
 TEST_CASE("a record string is valid UTF-8 JSON whatever bytes it came as", "[records]") {
@@ -206,7 +208,7 @@ TEST_CASE("long ids that escape to twice and six times their size fit the line",
                                  repeat(R"(\")", 200) +
                                  R"(","attempt":1,"status":null,"class":null,"code":null,)"
                                  R"("timeout_source":null,"rule":null,"decision":"ok","delay_ms":0,)"
-                                 R"("remaining_ms":0,"digest":null,"candidate":0})"
+                                 R"("remaining_ms":0,"digest":null,"candidate":0,"resume_offset":null})"
                                  "\n");
 }
 
@@ -221,7 +223,7 @@ TEST_CASE("numbers at the int64 limits are written in full", "[records]") {
           R"({"event":"attempt","request_id":null,"route":null,"model":null,"attempt":-2147483648,)"
           R"("status":2147483647,"class":null,"code":null,"timeout_source":null,"rule":null,)"
           R"("decision":"ok","delay_ms":-9223372036854775808,"remaining_ms":9223372036854775807,)"
-          R"("digest":null,"candidate":0})"
+          R"("digest":null,"candidate":0,"resume_offset":null})"
           "\n");
 
     TurnRecord t;
@@ -233,7 +235,7 @@ TEST_CASE("numbers at the int64 limits are written in full", "[records]") {
           R"({"event":"turn","request_id":null,"route":null,"model":null,"attempts":2147483647,)"
           R"("provider_retries":2147483646,"outcome":"ok","class":null,"code":null,"bound":null,)"
           R"("status":null,"stream":false,"published":false,"fallback_from":null,)"
-          R"("duration_ms":-9223372036854775808,"ttft_ms":9223372036854775807})"
+          R"("duration_ms":-9223372036854775808,"ttft_ms":9223372036854775807,"resumed":0})"
           "\n");
 }
 

@@ -37,7 +37,8 @@ TEST_CASE("an attempt record is one JSON line with every section 10 field", "[re
     CHECK(o.at("remaining_ms") == 298000);
     CHECK(o.at("digest") == "sha256:ab");
     CHECK(o.at("candidate") == 0);
-    CHECK(o.size() == 15);
+    CHECK(o.at("resume_offset").is_null());
+    CHECK(o.size() == 16);
 }
 
 TEST_CASE("a turn record counts provider_retries from attempts", "[records]") {
@@ -59,7 +60,8 @@ TEST_CASE("a turn record counts provider_retries from attempts", "[records]") {
     CHECK(o.at("stream") == true);
     CHECK(o.at("published") == true);
     CHECK(o.at("ttft_ms") == 12);
-    CHECK(o.size() == 16);
+    CHECK(o.at("resumed") == 0);
+    CHECK(o.size() == 17);
 }
 
 TEST_CASE("a turn with no attempt has zero provider_retries", "[records]") {
@@ -98,6 +100,6 @@ TEST_CASE("every kind of string value comes back from the line unchanged", "[rec
             CHECK(o.at("request_id").as_string() == v);
             CHECK(o.at("model").as_string() == v);
         }
-        CHECK(o.size() == 15);
+        CHECK(o.size() == 16);
     }
 }

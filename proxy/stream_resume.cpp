@@ -1,0 +1,181 @@
+// Continuing a cut stream (docs/behaviour.md section 16): the answer the
+// client has, read from each published line while a resume may still
+// follow; at a break after publication, whether a resume continues it and
+// on which candidate; and a resume's attempt read without publishing until
+// its answer has reproduced what the client has (sse/resume.hpp's seam), then
+// forwarded from the seam on under the ids the client first saw. The seam,
+// the pieces and the rewrite are sse/'s pure functions; this file keeps the
+// turn's part: records, metrics, the bounds and the candidates.
+#include "policy/classify.hpp"
+#include "proxy/stream_relay.hpp"
+#include "proxy/turn_run.hpp"
+
+namespace modelproxy::proxy {
+
+using K = policy::FailureKind;
+using metrics::ResumeResult;
+
+namespace {
+
+bool resumable_endpoint(policy::Endpoint e) {
+    return e == policy::Endpoint::chat_completions || e == policy::Endpoint::completions ||
+           e == policy::Endpoint::messages;
+}
+
+}  // namespace
+
+void TurnRun::start_resume(StreamRelay& relay) {
+    StreamRelay::Resume& s = relay.resume;
+    if (resume_attempt_) {
+        // The published answer stays: this attempt must reproduce it.
+        s.seam.emplace(s.published);
+        s.reached = false;
+        return;
+    }
+    s.clear();
+    const config::Resume& rc = route_->resume;
+    s.track = rc.enabled && relay.rules && resumable_endpoint(plan_.endpoint) && plan_.one_choice &&
+              (!rc.only_deterministic || plan_.deterministic);
+}
+
+void TurnRun::track_published(const sse::Event& event) {
+    StreamRelay::Resume& s = plan_.stream.resume;
+    if (!s.track || s.spent) return;
+    sse::ResumeReader& reader = worker_.resume_reader();
+    for (const std::string_view data : event.data) {
+        const sse::ResumeLine& line = reader.read(data, plan_.endpoint);
+        if (!line.json && !line.done) {
+            s.spent = true;
+            return;
+        }
+        s.published.add(line);
+    }
+    // Past max_offset no resume can follow: reading more would cost for nothing.
+    if (s.published.code_points() > static_cast<std::uint64_t>(route_->resume.max_offset)) s.spent = true;
+}
+
+RelayStep TurnRun::resume_event(const sse::Event& event) {
+    StreamRelay& r = plan_.stream;
+    StreamRelay::Resume& s = r.resume;
+    sse::ResumeReader& reader = worker_.resume_reader();
+    s.event.clear();
+    bool any = false;
+    for (const std::string_view data : event.data) {
+        const sse::ResumeLine& line = reader.read(data, plan_.endpoint);
+        if (!line.json && !line.done) return abandon_resume(ResumeResult::diverged);
+        sse::Seam::Verdict verdict{sse::Seam::Step::forward, {}};
+        if (!s.reached) {
+            // The answer ended before it said everything the client has.
+            if (line.done) return abandon_resume(ResumeResult::diverged);
+            verdict = s.seam->judge(line);
+            if (verdict.step == sse::Seam::Step::diverged) return abandon_resume(ResumeResult::diverged);
+            if (s.seam->reached()) {
+                s.reached = true;
+                ++resumes_;
+                count_resume(ResumeResult::continued);
+            }
+            if (verdict.step == sse::Seam::Step::drop) continue;
+        }
+        s.line.clear();
+        if (!reader.rewrite(data, plan_.endpoint, verdict.cut, s.published.ids(), s.line))
+            return abandon_resume(ResumeResult::diverged);
+        if (!any && !event.name.empty()) s.event.append("event: ").append(event.name).append("\n");
+        s.event.append("data: ").append(s.line).append("\n");
+        any = true;
+        // What the client now has, for a later resume of this stream.
+        if (s.track && !s.spent) {
+            s.published.add(reader.read(s.line, plan_.endpoint));
+            if (s.published.code_points() > static_cast<std::uint64_t>(route_->resume.max_offset)) s.spent = true;
+        }
+    }
+    if (any) {
+        s.event.append("\n");
+        r.out.add_copy(s.event);
+    }
+    return RelayStep::read_on;
+}
+
+bool TurnRun::resume_break(Failed& failed) {
+    StreamRelay& r = plan_.stream;
+    StreamRelay::Resume& s = r.resume;
+    s.resumable = false;
+    const config::Resume& rc = route_->resume;
+    if (!rc.enabled) return false;
+    resume_slot_ = slot_;
+    const auto skip = [&] {
+        count_resume(ResumeResult::skipped);
+        return false;
+    };
+    const std::uint64_t offset = s.published.code_points();
+    if (!s.track || s.spent || offset == 0 || !s.published.one_choice()) return skip();
+    if (offset > static_cast<std::uint64_t>(rc.max_offset) || resume_tries_ >= rc.max_resumes) return skip();
+    const auto now = clock_.now();
+    // One more attempt within the turn's bounds, min_attempt_ms before the
+    // deadline included, sent at once.
+    const policy::Failure cut = policy::failure_of(r.close.classification, 0, std::nullopt);
+    if (replays_.fall_over(cut, now).verdict != policy::Verdict::retry) return skip();
+    // The same candidate while it has attempts left, else the next usable
+    // deployment of the same client model; never a fallback model.
+    std::optional<std::size_t> to;
+    const bool per_candidate = plan_.candidates && plan_.candidates->policy;
+    if ((!per_candidate || current().attempts < attempts_per_candidate()) && usable(cur_, now, true)) to = cur_;
+    for (std::size_t i = cur_ + 1; !to && i < order_.size(); ++i)
+        if (order_[i].ref->client_model == current().ref->client_model && usable(i, now, false)) to = i;
+    if (!to) return skip();
+    // A replay on the same candidate must fit its retry budget (section 14).
+    release_replay();
+    if (*to == cur_ && !reserve_replay()) return skip();
+    // The tokens this attempt streamed were spent: the quota keeps them.
+    settle_quota(true);
+    resume_offset_ = static_cast<std::int64_t>(offset);
+    resume_cut_ = r.close.classification;
+    settle_recorded(200, &r.close.classification, "resume");
+    record_attempt(200, &r.close.classification, policy::row(K::stream_cut).code, "resume", 0);
+    ++resume_tries_;
+    resume_open_ = true;
+    resume_to_ = to;
+    s.error_event.clear();
+    failed = failure(K::stream_cut, resume_cut_);
+    return true;
+}
+
+RelayStep TurnRun::abandon_resume(ResumeResult result) {
+    StreamRelay::Resume& s = plan_.stream.resume;
+    count_resume(result);
+    s.seam.reset();
+    s.spent = true;  // never a second try from a stream that did not reach its seam
+    s.resumable = false;
+    s.error_event.clear();
+    return close_with(resume_cut_, K::stream_cut);
+}
+
+Task<bool> TurnRun::resume_failed(Failed& failed) {
+    // Recorded as its own failure; the turn ends as the cut it tried to continue.
+    settle_recorded(failed.record_status(), &failed.classification, "terminal");
+    record_attempt(failed.record_status(), &failed.classification, failed.code(), "terminal", 0);
+    if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
+    count_resume(ResumeResult::broken);
+    plan_.stream.resume.seam.reset();
+    Failed cut = failure(K::stream_cut, resume_cut_);
+    co_return co_await end_turn(cut, policy::Decision{policy::Verdict::terminal, policy::Bound::none, 0, "resume"},
+                                true);
+}
+
+void TurnRun::admit_resume(Clock::time_point now) {
+    CandidateState& s = *current().ref->state;
+    std::optional<policy::BreakerTransition> moved;
+    {
+        std::lock_guard lock(s.mutex);
+        admitted_ = s.breaker.admit(now, false, moved);
+        if (admitted_ == policy::Admit::held) admitted_ = s.breaker.admit(now, true, moved);
+    }
+    settled_ = false;
+    if (moved) record_breaker(s, *moved);
+}
+
+void TurnRun::count_resume(ResumeResult result) {
+    if (result != ResumeResult::skipped) resume_open_ = false;
+    worker_.counters(resume_slot_).resumes[static_cast<std::size_t>(result)].fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace modelproxy::proxy
