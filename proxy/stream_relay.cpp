@@ -222,6 +222,8 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
                 if (catching_up()) {
                     abandon_resume(metrics::ResumeResult::broken);
                 } else if (relay.resume.resumable && resume_break(failed)) {
+                    // This read's events before the break go out first.
+                    if (!relay.out.empty() && !co_await write_out()) co_return AttemptEnd{true, false};
                     co_return AttemptEnd{};
                 } else if (!relay.resume.error_event.empty()) {
                     relay.out.add_copy(relay.resume.error_event);

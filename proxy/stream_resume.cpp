@@ -117,7 +117,9 @@ bool TurnRun::resume_break(Failed& failed) {
     // The same candidate while it has attempts left, else the next usable
     // deployment of the same client model; never a fallback model.
     std::optional<std::size_t> to;
-    const bool per_candidate = plan_.candidates && plan_.candidates->policy;
+    // A model without a `models` entry has the defaults' policy, unnamed.
+    const bool per_candidate =
+        plan_.candidates && plan_.candidates->policy && !plan_.candidates->policy->name.empty();
     if ((!per_candidate || current().attempts < attempts_per_candidate()) && usable(cur_, now, true)) to = cur_;
     for (std::size_t i = cur_ + 1; !to && i < order_.size(); ++i)
         if (order_[i].ref->client_model == current().ref->client_model && usable(i, now, false)) to = i;
