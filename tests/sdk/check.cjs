@@ -3,7 +3,9 @@
 //   node check.cjs SCENARIO PROXY_URL
 // (NODE_PATH names the node_modules tests/sdk/install filled). Prints one
 // JSON line: {"text": answer text received, "error": null or what the SDK
-// threw: {"name", "status", "message", "apiMessage", "type", "code"}}.
+// threw: {"name", "status", "message", "apiMessage", "type", "code"}}, and
+// for the resume scenarios the final message's "id" and "tools" ({id, name,
+// arguments} per tool call or tool_use block).
 // The SDKs keep their default retries: the proxy's `x-should-retry: false`
 // is what must stop them. Exit 0 whenever the line was printed.
 'use strict';
@@ -41,6 +43,25 @@ const scenarios = {
     for await (const event of stream) {
       if (event.type === 'content_block_delta') out.text += event.delta.text ?? '';
     }
+  },
+  // The SDKs' own stream helpers, which build the final message from the
+  // deltas (concatenating strings per choice and tool call, per content
+  // block): a stream the proxy continued from a replay (docs/behaviour.md
+  // section 16) must build the uncut message exactly once.
+  async 'openai-resume'(out) {
+    const final = await openai().chat.completions.stream({ ...chat, temperature: 0 }).finalChatCompletion();
+    const message = final.choices[0].message;
+    out.text = message.content ?? '';
+    out.id = final.id;
+    out.tools = (message.tool_calls ?? []).map((t) => ({ id: t.id, name: t.function.name, arguments: t.function.arguments }));
+  },
+  async 'anthropic-resume'(out) {
+    const final = await anthropic().messages.stream({ ...message, temperature: 0 }).finalMessage();
+    out.text = final.content.map((block) => block.text ?? '').join('');
+    out.id = final.id;
+    out.tools = final.content
+      .filter((block) => block.type === 'tool_use')
+      .map((block) => ({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) }));
   },
 };
 // A cut stream and a failed call run as the plain ones do: what differs is
