@@ -98,11 +98,17 @@ std::string config(const FakeProvider& fake, const Bounds& bounds, int clients) 
            "    timeout_ms: 2500\n"
            "    stream_idle_timeout_ms: 500\n"
            "    connect_timeout_ms: 1000\n"
+           // One model, one candidate for every turn sent here: the retry
+           // budget (section 14) would refuse a replay whenever more than 3
+           // of them are replaying at once, which a loaded run sees now and
+           // then; the table predicts max_attempts, so the budget allows a
+           // replay per client.
            "  - name: refused\n"
            "    upstream: http://127.0.0.1:" + std::to_string(unused_port()) + "/v1\n"
            "    models: [" + std::string(refused_model) + "]\n"
            "    timeout_ms: 2500\n"
            "    connect_timeout_ms: 1000\n"
+           "    retry: {budget_min_concurrency: " + std::to_string(std::max(3, clients)) + "}\n"
            // The resume cases' route (section 16). Its one model is one
            // candidate for all of them, so what would make a resume's
            // outcome depend on the other turns is off: the breaker (half the
