@@ -226,13 +226,15 @@ Plan plan(const std::string& id, std::uint64_t turn) {
     Plan p;
     // Quotes, an escaped newline and two- and three-byte characters, so the
     // seam is found in decoded text and resume_offset counts code points.
+    // At most 500 bytes of filler: split in small events, a longer answer
+    // would be a stream of hundreds of events that soaks nothing more.
     p.text = "resumed answer for " + id + ": na\u00efve caf\u00e9, \u201cquoted\u201d \"x\" and a line\nbreak; " +
-             filler(turn) + " end of " + id;
-    p.first = split(p.text, 16 + turn % 13);
+             filler(turn).substr(0, turn % 500) + " end of " + id;
+    p.first = split(p.text, 16 + turn % 29);
     // At least one event published, at least one left unsaid.
     p.published = 1 + static_cast<std::size_t>(turn / 7 % (p.first.size() - 1));
     p.seam = p.first[p.published - 1];
-    p.replay = split(p.text, 7 + turn % 11, p.seam);
+    p.replay = split(p.text, 9 + turn % 23, p.seam);
     p.role_carries_text = turn % 2 == 1;
     // Now and then the role event itself straddles the seam: the client
     // must get its unpublished text without a second role.
