@@ -1,6 +1,7 @@
 // The soak's fault table: for every failure class of docs/behaviour.md sections 5, 7 and 8,
+// and for cut streams on a route that continues them (section 16),
 // what the fake provider answers on each upstream request of a turn, and the
-// outcome docs/behaviour.md predicts the client sees (sections 7 and 9). Pure: scripts
+// outcome docs/behaviour.md predicts the client sees (sections 7, 9 and 16). Pure: scripts
 // and expectations are values; nothing here does I/O.
 //
 // Every byte a turn's answer carries is derived from its turn id, so a

@@ -1,10 +1,12 @@
 // The soak command: many concurrent clients, streaming
 // and not, against the real binary and the in-process FakeProvider, which
-// injects every fault class of docs/behaviour.md sections 5, 7 and 8 at a configurable
+// injects every fault class of docs/behaviour.md sections 5, 7 and 8, and cut streams
+// a resume continues or gives up (section 16), at a configurable
 // rate. Every turn must end with the outcome docs/behaviour.md predicts for its fault
 // script (faults.cpp, check.cpp), no response may carry another turn's bytes,
+// the proxy's resume counts must match the resume cases' turns,
 // and the proxy's open fds and RSS must come back to their baseline. Prints
-// turns/s, outcome counts and p50/p99 turn duration; exits 1 on any failure.
+// turns/s, outcome and resume counts and p50/p99 turn duration; exits 1 on any failure.
 // Run it through deploy/soak; `soak --help` lists the options.
 #include "soak/check.hpp"
 #include "soak/faults.hpp"
