@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace modelproxy::soak {
@@ -54,6 +55,64 @@ std::optional<json::object> error_object(std::string_view body) {
     return error->as_object();
 }
 
+// A chat stream as an SDK reads it: the answer text joined, the end
+// marker, and the chunks whose ids are not the ones given.
+struct StreamView {
+    bool parsed = true;
+    std::string bad;
+    std::string text;
+    int done = 0, finishes = 0, roles = 0, errors = 0, chunks = 0;
+    int foreign_ids = 0;
+    std::string first_foreign;
+};
+
+StreamView stream_view(std::string_view body, const Expectation& e) {
+    StreamView v;
+    for (std::size_t at = body.find("data: "); at != std::string_view::npos; at = body.find("data: ", at)) {
+        const std::size_t end = std::min(body.find('\n', at), body.size());
+        const std::string_view data = body.substr(at + 6, end - at - 6);
+        at = end;
+        if (data == "[DONE]") {
+            ++v.done;
+            continue;
+        }
+        json::error_code ec;
+        const json::value doc = json::parse(data, ec);
+        if (ec || !doc.is_object()) {
+            if (v.parsed) v.bad = std::string(data);
+            v.parsed = false;
+            continue;
+        }
+        const auto& o = doc.as_object();
+        if (o.contains("error")) {
+            ++v.errors;
+            continue;
+        }
+        ++v.chunks;
+        const auto raw = [&](std::string_view key) {
+            const auto* value = o.if_contains(key);
+            return value ? json::serialize(*value) : std::string("(absent)");
+        };
+        if (raw("id") != e.first_id || raw("created") != e.first_created ||
+            raw("system_fingerprint") != e.first_fingerprint) {
+            if (v.foreign_ids++ == 0) v.first_foreign = raw("id") + " " + raw("created") + " " + raw("system_fingerprint");
+        }
+        const auto* choices = o.if_contains("choices");
+        if (!choices || !choices->is_array()) continue;
+        for (const auto& c : choices->as_array()) {
+            if (!c.is_object()) continue;
+            const auto& choice = c.as_object();
+            if (const auto* f = choice.if_contains("finish_reason"); f && f->is_string()) ++v.finishes;
+            const auto* delta = choice.if_contains("delta");
+            if (!delta || !delta->is_object()) continue;
+            if (delta->as_object().contains("role")) ++v.roles;
+            if (const auto* content = delta->as_object().if_contains("content"); content && content->is_string())
+                v.text += content->as_string();
+        }
+    }
+    return v;
+}
+
 }  // namespace
 
 int foreign_ids(std::string_view wire, const std::string& id) {
@@ -79,9 +138,10 @@ Verdict judge(const test::Response& r, const Expectation& e, const std::string& 
     d.expect(r.header("x-modelproxy-request-id") == id, "x-modelproxy-request-id " + show(r.header("x-modelproxy-request-id")));
 
     // Attempts: the table's number, and what reached the provider (less free
-    // resends) must be what the proxy counted.
+    // resends, and less a resume's requests sent after the head went out)
+    // must be what the proxy counted.
     const std::optional<int> attempts = integer(r.header("x-modelproxy-attempts"));
-    const int counted = upstream.requests - upstream.free;
+    const int counted = upstream.requests - upstream.free - e.unheaded;
     const int want_attempts = e.attempts >= 0 ? e.attempts : counted;
     d.expect(attempts == want_attempts,
              "x-modelproxy-attempts " + show(r.header("x-modelproxy-attempts")) + ", want " + std::to_string(want_attempts));
@@ -94,7 +154,8 @@ Verdict judge(const test::Response& r, const Expectation& e, const std::string& 
                                                        " requests, want " + std::to_string(e.requests));
     if (stream && r.status == 200)
         d.expect(r.header("content-type") == "text/event-stream", "content-type " + show(r.header("content-type")));
-    if (e.shape != Shape::ok && e.shape != Shape::stream_closing && e.shape != Shape::stream_exact)
+    if (e.shape != Shape::ok && e.shape != Shape::stream_closing && e.shape != Shape::stream_exact &&
+        e.shape != Shape::resumed)
         d.expect(r.header_count("x-should-retry") == 1 && r.header("x-should-retry") == "false",
                  "x-should-retry " + show(r.header("x-should-retry")));
 
@@ -145,7 +206,8 @@ Verdict judge(const test::Response& r, const Expectation& e, const std::string& 
         }
         d.field("closing type", str(*error, "type"), e.code);
         d.field("closing code", str(*error, "code"), "502");
-        d.field("closing attempts", str(*error, "attempts"), std::to_string(want_attempts));
+        // The closing event is written at the end: it counts a resume's attempt.
+        d.field("closing attempts", str(*error, "attempts"), std::to_string(want_attempts + e.unheaded));
         v.label = "200 stream + closing event " + str(*error, "type");
         break;
     }
@@ -153,6 +215,25 @@ Verdict judge(const test::Response& r, const Expectation& e, const std::string& 
         d.expect(r.body == e.body, "body differs from the upstream's error event stream");
         v.label = "200 stream holding the upstream error event";
         break;
+    case Shape::resumed: {
+        // The exact bytes say it all; what an SDK would notice is named
+        // first, so a wrong body says how it is wrong.
+        const StreamView s = stream_view(r.body, e);
+        d.expect(s.parsed, "a data line is not JSON: " + s.bad.substr(0, 200));
+        d.expect(s.text == e.text, "the answer text differs from the whole answer (" + std::to_string(s.text.size()) +
+                                       " bytes, want " + std::to_string(e.text.size()) + ")");
+        d.expect(s.done == 1, std::to_string(s.done) + " [DONE], want 1");
+        d.expect(s.finishes == 1, std::to_string(s.finishes) + " finish_reason, want 1");
+        d.expect(s.roles == 1, std::to_string(s.roles) + " role deltas, want 1");
+        d.expect(s.errors == 0, "an error event");
+        d.expect(s.foreign_ids == 0, std::to_string(s.foreign_ids) + " chunks not under the first stream's id " +
+                                         e.first_id + ", created " + e.first_created + ", system_fingerprint " +
+                                         e.first_fingerprint + " (first seen: " + s.first_foreign + ")");
+        d.expect(s.chunks > 0, "no chunk");
+        d.expect(r.body == e.body, "body differs from the uncut answer's bytes after the seam rewrite");
+        v.label = "200 stream continued by a resume";
+        break;
+    }
     }
     v.right = d.text.empty();
     if (!v.right) v.why = d.text;

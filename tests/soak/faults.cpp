@@ -1,5 +1,7 @@
 #include "soak/faults.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <tuple>
 
@@ -133,11 +135,255 @@ std::string half_json(const std::string& id, std::uint64_t turn) {
            body.substr(0, body.size() / 2);
 }
 
+
+// Continuing a cut stream (docs/behaviour.md section 16). A resume case's
+// answer, all derived from the turn: its text, the first stream's split of
+// it and the cut, the replay's different split of the same text (never a
+// boundary at the seam, so one replay event always straddles it), and the
+// bytes the client gets when the replay continues the stream.
+namespace resume {
+
+const std::string model(resume_model);
+
+// The first stream's ids, and the replay's own: the client must only ever
+// see the first ones.
+struct Ids {
+    std::string id, created, fingerprint;  // raw JSON tokens
+};
+Ids first_ids(const std::string& id, std::uint64_t turn) {
+    return {"\"chatcmpl-" + id + "\"", std::to_string(1700000000 + turn % 100000000u), "\"fp_" + id + "_a\""};
+}
+Ids replay_ids(const std::string& id, std::uint64_t turn) {
+    return {"\"chatcmpl-" + id + "-replay\"", std::to_string(1800000000 + turn % 100000000u),
+            "\"fp_" + id + "_b\""};
+}
+
+// JSON string escaping as the proxy's rewrite writes a cut text (quote,
+// backslash, control characters escaped; UTF-8 as it is), so a straddling
+// event's expected bytes are exactly what the seam rewrite gives.
+std::string quoted(std::string_view text) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out = "\"";
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"') out += "\\\"";
+        else if (c == '\\') out += "\\\\";
+        else if (c == '\n') out += "\\n";
+        else if (u < 0x20) out += std::string("\\u00") + hex[u >> 4] + hex[u & 15];
+        else out += c;
+    }
+    return out + "\"";
+}
+
+std::string chunk(const Ids& ids, const std::string& delta, const std::string& finish = "null") {
+    return sse_data(R"({"id":)" + ids.id + R"(,"object":"chat.completion.chunk","created":)" + ids.created +
+                    R"(,"model":")" + model + R"(","system_fingerprint":)" + ids.fingerprint +
+                    R"(,"choices":[{"index":0,"delta":)" + delta + R"(,"logprobs":null,"finish_reason":)" + finish +
+                    "}]}");
+}
+std::string role(const Ids& ids) { return chunk(ids, R"({"role":"assistant","content":""})"); }
+std::string text(const Ids& ids, std::string_view words) { return chunk(ids, R"({"content":)" + quoted(words) + "}"); }
+std::string role_text(const Ids& ids, std::string_view words) {
+    return chunk(ids, R"({"role":"assistant","content":)" + quoted(words) + "}");
+}
+std::string finish(const Ids& ids) { return chunk(ids, "{}", R"("stop")"); }
+
+std::uint64_t code_points(std::string_view utf8) {
+    std::uint64_t n = 0;
+    for (const char c : utf8)
+        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+    return n;
+}
+
+// The next offset at or after `at` that starts a character.
+std::size_t char_boundary(const std::string& text, std::size_t at) {
+    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+    return std::min(at, text.size());
+}
+
+// Event boundaries every `step` bytes (moved to character starts), ending
+// at the text's end, leaving out `avoid`.
+std::vector<std::size_t> split(const std::string& text, std::size_t step, std::size_t avoid = 0) {
+    std::vector<std::size_t> ends;
+    for (std::size_t at = step; at < text.size(); at += step) {
+        const std::size_t b = char_boundary(text, at);
+        if (b < text.size() && b != avoid && (ends.empty() || b > ends.back())) ends.push_back(b);
+    }
+    ends.push_back(text.size());
+    return ends;
+}
+
+struct Plan {
+    std::string text;               // the whole answer, decoded
+    std::vector<std::size_t> first;   // the first stream's event ends in `text`
+    std::size_t published = 0;        // the first stream's text events sent before the cut
+    std::size_t seam = 0;             // bytes of `text` they hold
+    std::vector<std::size_t> replay;  // the replay's event ends; none at `seam`
+    bool role_carries_text = false;   // the replay's first text rides in its role event
+};
+
+Plan plan(const std::string& id, std::uint64_t turn) {
+    Plan p;
+    // Quotes, an escaped newline and two- and three-byte characters, so the
+    // seam is found in decoded text and resume_offset counts code points.
+    // At most 500 bytes of filler: split in small events, a longer answer
+    // would be a stream of hundreds of events that soaks nothing more.
+    p.text = "resumed answer for " + id + ": na\u00efve caf\u00e9, \u201cquoted\u201d \"x\" and a line\nbreak; " +
+             filler(turn).substr(0, turn % 500) + " end of " + id;
+    p.first = split(p.text, 16 + turn % 29);
+    // At least one event published, at least one left unsaid.
+    p.published = 1 + static_cast<std::size_t>(turn / 7 % (p.first.size() - 1));
+    p.seam = p.first[p.published - 1];
+    p.replay = split(p.text, 9 + turn % 23, p.seam);
+    p.role_carries_text = turn % 2 == 1;
+    // Now and then the role event itself straddles the seam: the client
+    // must get its unpublished text without a second role.
+    if (turn % 4 == 1) std::erase_if(p.replay, [&](std::size_t end) { return end <= p.seam; });
+    return p;
+}
+
+// The replay's events from the first text on: the split `ends` of `text`.
+std::vector<std::string> text_events(const Ids& ids, const std::string& answer, const std::vector<std::size_t>& ends,
+                                     bool role_carries_text) {
+    std::vector<std::string> events;
+    if (!role_carries_text) events.push_back(role(ids));
+    std::size_t from = 0;
+    for (const std::size_t end : ends) {
+        const std::string_view words = std::string_view(answer).substr(from, end - from);
+        events.push_back(events.empty() ? role_text(ids, words) : text(ids, words));
+        from = end;
+    }
+    return events;
+}
+
+// The first stream's published events: what the client has at the cut.
+std::string published(const std::string& id, std::uint64_t turn) {
+    const Plan p = plan(id, turn);
+    const Ids a = first_ids(id, turn);
+    std::string out = role(a);
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < p.published; ++i) {
+        out += text(a, std::string_view(p.text).substr(from, p.first[i] - from));
+        from = p.first[i];
+    }
+    return out;
+}
+
+// How the first stream breaks after its published events (section 16's
+// "when"): a reset, a clean close without [DONE], a truncated chunked body,
+// or (`error_event`) a server-class error event.
+Script cut(const std::string& id, std::uint64_t turn, bool error_event) {
+    const Plan p = plan(id, turn);
+    const Ids a = first_ids(id, turn);
+    std::vector<std::string> events{published(id, turn)};
+    const int how = static_cast<int>(turn / 3 % (error_event ? 4 : 3));
+    if (how == 3) {
+        events.push_back(sse_data(R"({"error":{"type":"server_error","code":500,"message":"cut )" + id + R"("}})"));
+        events.push_back(done_event);
+        return sse(std::move(events));
+    }
+    const SseEnd end = how == 0 ? SseEnd::reset : how == 1 ? SseEnd::finish : SseEnd::close;
+    if (end != SseEnd::finish && turn % 2 == 0) {
+        // Half of the next event, never terminated: not an event, not published.
+        const std::string next = text(a, std::string_view(p.text).substr(p.seam, p.first[p.published] - p.seam));
+        events.push_back(next.substr(0, next.size() / 2));
+    }
+    return sse(std::move(events), end);
+}
+
+// The replay stream's bytes, re-chunked at a turn-dependent size so its
+// events also cross the proxy's reads mid-line.
+Script replay(std::vector<std::string> events, std::uint64_t turn, SseEnd end = SseEnd::finish) {
+    std::string all;
+    for (const auto& e : events) all += e;
+    const std::size_t size = 40 + turn % 200;
+    std::vector<std::string> chunks;
+    for (std::size_t at = 0; at < all.size(); at += size) chunks.push_back(all.substr(at, size));
+    return sse(std::move(chunks), end);
+}
+
+// The replay that says the same answer, split its own way, under its own ids.
+Script same_answer(const std::string& id, std::uint64_t turn) {
+    const Plan p = plan(id, turn);
+    const Ids b = replay_ids(id, turn);
+    auto events = text_events(b, p.text, p.replay, p.role_carries_text);
+    events.push_back(finish(b));
+    events.push_back(done_event);
+    return replay(std::move(events), turn);
+}
+
+// What the client must get when the replay continues the stream: the
+// published events, then the replay's from the seam on, the straddling one
+// cut to its unpublished text (and without the role the client has), all
+// under the first stream's ids.
+std::string continued_body(const std::string& id, std::uint64_t turn) {
+    const Plan p = plan(id, turn);
+    const Ids a = first_ids(id, turn);
+    std::string out = published(id, turn);
+    std::size_t from = 0;
+    for (const std::size_t end : p.replay) {
+        const std::size_t start = std::max(from, p.seam);
+        if (end > p.seam) out += text(a, std::string_view(p.text).substr(start, end - start));
+        from = end;
+    }
+    return out + finish(a) + done_event;
+}
+
+// A replay that says something else within the published text: one
+// character changed, or a complete answer that ends before the seam.
+Script other_answer(const std::string& id, std::uint64_t turn) {
+    const Plan p = plan(id, turn);
+    const Ids b = replay_ids(id, turn);
+    std::string said = p.text;
+    std::vector<std::size_t> ends = p.replay;
+    if (turn / 5 % 2 == 0) {
+        std::size_t at = turn * 7919 % p.seam;
+        while (!std::isalnum(static_cast<unsigned char>(said[at]))) at = (at + 1) % p.seam;
+        said[at] = said[at] == 'X' ? 'Y' : 'X';
+    } else {
+        // The last whole character before the seam is left unsaid.
+        std::size_t end = p.seam - 1;
+        while (end > 0 && (static_cast<unsigned char>(said[end]) & 0xC0) == 0x80) --end;
+        said.resize(end);
+        std::vector<std::size_t> shorter;
+        for (const std::size_t e : ends)
+            if (e < said.size()) shorter.push_back(e);
+        shorter.push_back(said.size());
+        ends = std::move(shorter);
+    }
+    auto events = text_events(b, said, ends, p.role_carries_text);
+    events.push_back(finish(b));
+    events.push_back(done_event);
+    return replay(std::move(events), turn);
+}
+
+// A replay that breaks before it reaches the seam: a reset after the
+// events wholly before it, a 503, or silence until the idle timeout.
+Script broken_replay(const std::string& id, std::uint64_t turn) {
+    const Plan p = plan(id, turn);
+    const Ids b = replay_ids(id, turn);
+    const int how = static_cast<int>(turn / 5 % 3);
+    if (how == 1) return status(503, error_body(id, "server_error"));
+    std::vector<std::size_t> before;
+    for (const std::size_t e : p.replay)
+        if (e < p.seam) before.push_back(e);
+    std::vector<std::string> events{role(b)};
+    std::size_t from = 0;
+    for (const std::size_t end : before) {
+        events.push_back(text(b, std::string_view(p.text).substr(from, end - from)));
+        from = end;
+    }
+    return replay(std::move(events), turn, how == 0 ? SseEnd::reset : SseEnd::hang);
+}
+
+}  // namespace resume
+
 }  // namespace
 
-std::string request_body(const std::string& id, bool stream, std::string_view model) {
+std::string request_body(const std::string& id, bool stream, std::string_view model, bool deterministic) {
     std::string body = R"({"model":")" + (model.empty() ? id : std::string(model)) + "\"";
     if (stream) body += R"(,"stream":true)";
+    if (deterministic) body += R"(,"temperature":0)";
     body += R"(,"messages":[{"role":"user","content":"turn )" + id + R"("}]})";
     return body;
 }
@@ -156,6 +402,12 @@ std::vector<std::string> success_stream(const std::string& id, std::uint64_t tur
 
 Script success_script(const std::string& id, std::uint64_t turn, bool stream) {
     return stream ? Script::sse(success_stream(id, turn)) : Script::json(200, success_json(id, turn));
+}
+
+std::string turn_request(const FaultCase* fault, const std::string& id, bool stream) {
+    if (fault && fault->refused_route) return request_body(id, stream, refused_model);
+    if (fault && !fault->resume.empty()) return request_body(id, stream, resume_model, fault->resume != "skipped");
+    return request_body(id, stream);
 }
 
 Expectation expect_success(const std::string& id, std::uint64_t turn, bool stream, int requests) {
@@ -306,6 +558,57 @@ std::vector<FaultCase> fault_cases(const Bounds& bounds) {
     terminal("stream error event code 429", Kinds::stream,
              [quota_event](S id, T, bool, int) { return sse({quota_event(id)}); },
              [quota_event](S id, T, bool, int) { return stream_exact(quota_event(id)); });
+
+    // Continuing a cut stream (section 16), on the resume route: a stream
+    // cut after answer text is asked again; a replay that says the same
+    // answer continues it invisibly, one that diverges or breaks before the
+    // seam ends it with the closing event as section 7 would, never spliced;
+    // a request without temperature 0 is not resumed at all.
+    const auto on_resume_route = [&](std::string name, std::string result, std::function<Script(S, T, bool, int)> script,
+                                     std::function<Expectation(S, T, bool, int)> expectation) {
+        cases.push_back({std::move(name), Kinds::stream, false, false, std::move(script), std::move(expectation),
+                         std::move(result)});
+    };
+    const auto offset = [](S id, T turn) {
+        const resume::Plan p = resume::plan(id, turn);
+        return static_cast<std::int64_t>(resume::code_points(std::string_view(p.text).substr(0, p.seam)));
+    };
+    // The closing event after the published events, the resume's request
+    // sent after the head.
+    const auto abandoned = [offset](S id, T turn) {
+        Expectation e = stream_closing(resume::published(id, turn), "stream_incomplete");
+        e.requests = 2;
+        e.unheaded = 1;
+        e.resume_offset = offset(id, turn);
+        return e;
+    };
+    on_resume_route("cut-resumed", "continued",
+                    [](S id, T turn, bool, int n) { return n == 1 ? resume::cut(id, turn, true) : resume::same_answer(id, turn); },
+                    [offset](S id, T turn, bool, int) {
+                        Expectation e;
+                        e.shape = Shape::resumed;
+                        e.body = resume::continued_body(id, turn);
+                        e.text = resume::plan(id, turn).text;
+                        const resume::Ids a = resume::first_ids(id, turn);
+                        e.first_id = a.id;
+                        e.first_created = a.created;
+                        e.first_fingerprint = a.fingerprint;
+                        e.attempts = 1;
+                        e.requests = 2;
+                        e.unheaded = 1;
+                        e.resume_offset = offset(id, turn);
+                        e.resumed = 1;
+                        return e;
+                    });
+    on_resume_route("cut-diverged", "diverged",
+                    [](S id, T turn, bool, int n) { return n == 1 ? resume::cut(id, turn, false) : resume::other_answer(id, turn); },
+                    [abandoned](S id, T turn, bool, int) { return abandoned(id, turn); });
+    on_resume_route("cut-broken", "broken",
+                    [](S id, T turn, bool, int n) { return n == 1 ? resume::cut(id, turn, false) : resume::broken_replay(id, turn); },
+                    [abandoned](S id, T turn, bool, int) { return abandoned(id, turn); });
+    on_resume_route("cut-skipped", "skipped",
+                    [](S id, T turn, bool, int n) { return n == 1 ? resume::cut(id, turn, false) : resume::same_answer(id, turn); },
+                    [](S id, T turn, bool, int) { return stream_closing(resume::published(id, turn), "stream_incomplete"); });
     return cases;
 }
 

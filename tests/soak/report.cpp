@@ -20,13 +20,27 @@ double mib(std::int64_t kib) { return static_cast<double>(kib) / 1024.0; }
 }  // namespace
 
 RecordCheck check_records(const std::filesystem::path& log, std::uint64_t turns_issued,
-                          std::vector<std::uint64_t> successes, std::vector<std::uint64_t> wrong) {
+                          std::vector<std::uint64_t> successes, std::vector<std::uint64_t> wrong,
+                          std::vector<ResumeTurn> resumes) {
     RecordCheck c;
     std::ifstream in(log);
     if (!in) return c;
     c.readable = true;
     std::sort(successes.begin(), successes.end());
     std::sort(wrong.begin(), wrong.end());
+    std::sort(resumes.begin(), resumes.end());
+    const auto is_wrong = [&](std::uint64_t turn) { return std::binary_search(wrong.begin(), wrong.end(), turn); };
+    // The resume a turn's records must show (none for most turns).
+    const auto predicted = [&](std::uint64_t turn) {
+        const auto it = std::lower_bound(resumes.begin(), resumes.end(), ResumeTurn{turn, 0, -1});
+        return it != resumes.end() && it->turn == turn ? *it : ResumeTurn{turn, 0, -1};
+    };
+    const auto integer = [](const boost::json::object& o, std::string_view key) -> std::optional<std::int64_t> {
+        const auto* v = o.if_contains(key);
+        if (!v || !v->is_int64()) return std::nullopt;
+        return v->as_int64();
+    };
+    std::vector<std::uint8_t> resume_attempts(turns_issued + 1, 0);
     std::vector<bool> seen(turns_issued + 1, false);
     std::string line;
     while (std::getline(in, line)) {
@@ -40,6 +54,25 @@ RecordCheck check_records(const std::filesystem::path& log, std::uint64_t turns_
         const auto* event = o.if_contains("event");
         if (event && *event == "attempt") {
             ++c.attempt_records;
+            const auto* id = o.if_contains("request_id");
+            std::uint64_t turn = 0;
+            if (!id || !id->is_string() || !parse_turn_id(id->as_string(), turn) || turn == 0 || turn > turns_issued ||
+                is_wrong(turn))
+                continue;
+            const ResumeTurn want = predicted(turn);
+            const auto* decision = o.if_contains("decision");
+            if (decision && *decision == "resume") {
+                ++c.resume_attempts;
+                if (resume_attempts[turn] < 255) ++resume_attempts[turn];
+            }
+            // Every attempt of a turn whose cut a resume took over carries
+            // the offset; no attempt of another turn has one.
+            const auto offset = integer(o, "resume_offset");
+            if (offset.has_value() != (want.offset >= 0) || (offset && *offset != want.offset))
+                note(c, turn_id(turn) + " attempt with resume_offset " +
+                            (offset ? std::to_string(*offset) : std::string("null")) + ", want " +
+                            (want.offset >= 0 ? std::to_string(want.offset) : std::string("null")) + ": " +
+                            line.substr(0, 300));
             continue;
         }
         if (!event || *event != "turn") continue;
@@ -55,10 +88,26 @@ RecordCheck check_records(const std::filesystem::path& log, std::uint64_t turns_
         const auto* outcome = o.if_contains("outcome");
         const bool ok = outcome && *outcome == "ok";
         const bool success = std::binary_search(successes.begin(), successes.end(), turn);
-        if (ok != success && !std::binary_search(wrong.begin(), wrong.end(), turn))
+        if (ok != success && !is_wrong(turn))
             note(c, turn_id(turn) + (success ? " was answered with its success bytes but recorded "
                                              : " failed but is recorded ") + line.substr(0, 300));
+        const auto resumed = integer(o, "resumed");
+        if (resumed.value_or(0) > 0) ++c.resumed_turns;
+        if (!is_wrong(turn) && resumed != predicted(turn).resumed)
+            note(c, turn_id(turn) + " recorded resumed " + (resumed ? std::to_string(*resumed) : "(absent)") +
+                        ", want " + std::to_string(predicted(turn).resumed) + ": " + line.substr(0, 300));
     }
+    // One attempt with decision `resume` for each turn whose cut a resume took over.
+    for (const ResumeTurn& r : resumes) {
+        if (r.turn > turns_issued || is_wrong(r.turn)) continue;
+        const int want = r.offset >= 0 ? 1 : 0;
+        if (resume_attempts[r.turn] != want)
+            note(c, turn_id(r.turn) + " has " + std::to_string(resume_attempts[r.turn]) +
+                        " attempt records with decision resume, want " + std::to_string(want));
+    }
+    for (std::uint64_t turn = 1; turn <= turns_issued; ++turn)
+        if (resume_attempts[turn] > 0 && predicted(turn).offset < 0 && !is_wrong(turn))
+            note(c, turn_id(turn) + " has an attempt record with decision resume, but no resume was predicted");
     if (c.turn_records != turns_issued)
         note(c, std::to_string(c.turn_records) + " turn records for " + std::to_string(turns_issued) + " turns");
     return c;
@@ -105,13 +154,32 @@ bool print_summary(const Summary& s) {
     const RecordCheck& rc = s.records;
     const bool attempts_match = rc.attempt_records == st.attempts;
     std::printf("  records          %llu turn records for %llu turns, %llu attempt records for %llu attempts told, "
-                "outcome ok iff success: %llu problems  %s\n",
+                "outcome ok iff success, %llu resume attempts and %llu resumed turns where predicted: %llu problems  %s\n",
                 static_cast<unsigned long long>(rc.turn_records), static_cast<unsigned long long>(st.turns),
                 static_cast<unsigned long long>(rc.attempt_records), static_cast<unsigned long long>(st.attempts),
+                static_cast<unsigned long long>(rc.resume_attempts), static_cast<unsigned long long>(rc.resumed_turns),
                 static_cast<unsigned long long>(rc.problems),
                 verdict(rc.readable && rc.problems == 0 && (attempts_match || st.wrong > 0)));
     if (!rc.readable) std::printf("      the records log could not be read\n");
     std::printf("%s", rc.first_problems.c_str());
+
+    // Section 16: what the proxy counted of each resume result against the
+    // turns of the cases that predict it (read while the proxy still runs).
+    if (s.ran_through) {
+        std::printf("  resumes          modelproxy_resumes_total{route=\"%s\"} by result, each must equal its case's "
+                    "turns (and 0 on the other routes):%s\n",
+                    std::string(resume_route).c_str(), s.metrics_read ? "" : " /metrics could not be read  FAIL");
+        pass = pass && s.metrics_read;
+        for (const ResumeCount& r : s.resumes) {
+            const bool ok = r.counted && *r.counted == static_cast<double>(r.turns) && r.elsewhere == 0;
+            const std::string counted = r.counted ? std::to_string(static_cast<long long>(*r.counted)) : "(absent)";
+            const std::string elsewhere =
+                r.elsewhere == 0 ? "" : ", other routes " + std::to_string(static_cast<long long>(r.elsewhere));
+            std::printf("    %9s  %-9s  %s %llu turns%s  %s\n", counted.c_str(), r.result.c_str(),
+                        (r.cases.empty() ? std::string("(no case)") : r.cases).c_str(),
+                        static_cast<unsigned long long>(r.turns), elsewhere.c_str(), verdict(ok));
+        }
+    }
 
     // fds: every fd the proxy holds besides its upstream connections (the
     // listener, event loops, the log, ...) must be back to the baseline

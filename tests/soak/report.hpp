@@ -25,15 +25,32 @@ struct Resources {
 // record per turn issued, one attempt record per attempt the clients were
 // told of, and outcome "ok" exactly for the turns answered with their success
 // (turns judged wrong are already reported, their outcome is not compared).
+// Section 16: the turn record's `resumed` and the attempts' `resume_offset`
+// as `resumes` predicts (one attempt with decision `resume` per turn that
+// has an offset), and neither on any other turn.
 struct RecordCheck {
     bool readable = false;
     std::uint64_t turn_records = 0;
     std::uint64_t attempt_records = 0;
+    std::uint64_t resume_attempts = 0;  // attempt records with decision `resume`
+    std::uint64_t resumed_turns = 0;    // turn records with resumed > 0
     std::uint64_t problems = 0;
     std::string first_problems;  // a few, one per line
 };
 RecordCheck check_records(const std::filesystem::path& log, std::uint64_t turns_issued,
-                          std::vector<std::uint64_t> successes, std::vector<std::uint64_t> wrong);
+                          std::vector<std::uint64_t> successes, std::vector<std::uint64_t> wrong,
+                          std::vector<ResumeTurn> resumes);
+
+// One result of modelproxy_resumes_total: what the resume route counted
+// (nullopt: no such series), the turns of the cases predicting it, and what
+// the routes without resume counted (must be 0).
+struct ResumeCount {
+    std::string result;
+    std::string cases;
+    std::optional<double> counted;
+    std::uint64_t turns = 0;
+    double elsewhere = 0;
+};
 
 struct Summary {
     double load_s = 0, warmup_s = 0, active_s = 0;
@@ -52,6 +69,8 @@ struct Summary {
     // idle proxy drains and exits 0); nullopt when it did not exit in time.
     bool ran_through = false;
     std::optional<int> exit_code;
+    bool metrics_read = false;
+    std::vector<ResumeCount> resumes;  // read from /metrics at the end, before SIGTERM
 };
 
 // Prints the summary to stdout; returns true when every check passed.

@@ -1,10 +1,12 @@
 // The soak command: many concurrent clients, streaming
 // and not, against the real binary and the in-process FakeProvider, which
-// injects every fault class of docs/behaviour.md sections 5, 7 and 8 at a configurable
+// injects every fault class of docs/behaviour.md sections 5, 7 and 8, and cut streams
+// a resume continues or gives up (section 16), at a configurable
 // rate. Every turn must end with the outcome docs/behaviour.md predicts for its fault
 // script (faults.cpp, check.cpp), no response may carry another turn's bytes,
+// the proxy's resume counts must match the resume cases' turns,
 // and the proxy's open fds and RSS must come back to their baseline. Prints
-// turns/s, outcome counts and p50/p99 turn duration; exits 1 on any failure.
+// turns/s, outcome and resume counts and p50/p99 turn duration; exits 1 on any failure.
 // Run it through deploy/soak; `soak --help` lists the options.
 #include "soak/check.hpp"
 #include "soak/faults.hpp"
@@ -17,6 +19,7 @@
 
 #include <boost/asio/error.hpp>
 
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -84,7 +87,7 @@ Options parse(int argc, char** argv) {
 // milliseconds (a hang until the 2.5 s deadline is the slowest; the 500 ms
 // stream idle timeout leaves room for a loaded machine); the bounds are
 // the ones the fault table predicts with.
-std::string config(const FakeProvider& fake, const Bounds& bounds) {
+std::string config(const FakeProvider& fake, const Bounds& bounds, int clients) {
     return "limits: {idle_timeout_ms: 5000, header_timeout_ms: 5000}\n"
            "retry: {max_attempts: " + std::to_string(bounds.max_attempts) +
            ", throttled_max_attempts: " + std::to_string(bounds.throttled_max_attempts) +
@@ -97,11 +100,31 @@ std::string config(const FakeProvider& fake, const Bounds& bounds) {
            "    timeout_ms: 2500\n"
            "    stream_idle_timeout_ms: 500\n"
            "    connect_timeout_ms: 1000\n"
+           // One model, one candidate for every turn sent here: the retry
+           // budget (section 14) would refuse a replay whenever more than 3
+           // of them are replaying at once, which a loaded run sees now and
+           // then; the table predicts max_attempts, so the budget allows a
+           // replay per client.
            "  - name: refused\n"
            "    upstream: http://127.0.0.1:" + std::to_string(unused_port()) + "/v1\n"
            "    models: [" + std::string(refused_model) + "]\n"
            "    timeout_ms: 2500\n"
-           "    connect_timeout_ms: 1000\n";
+           "    connect_timeout_ms: 1000\n"
+           "    retry: {budget_min_concurrency: " + std::to_string(std::max(3, clients)) + "}\n"
+           // The resume cases' route (section 16). Its one model is one
+           // candidate for all of them, so what would make a resume's
+           // outcome depend on the other turns is off: the breaker (half the
+           // attempts here are cuts, by design) and the retry budget's
+           // limit below one replay per client.
+           "  - name: " + std::string(resume_route) + "\n"
+           "    upstream: " + fake.base_url("/v1") + "\n"
+           "    models: [" + std::string(resume_model) + "]\n"
+           "    timeout_ms: 2500\n"
+           "    stream_idle_timeout_ms: 500\n"
+           "    connect_timeout_ms: 1000\n"
+           "    resume: {enabled: true}\n"
+           "    breaker: {enabled: false}\n"
+           "    retry: {budget_min_concurrency: " + std::to_string(std::max(3, clients)) + "}\n";
 }
 
 // Clients run until `stop`; `pause` parks them with their connections
@@ -178,7 +201,7 @@ void client_loop(Shared& sh, int index, ClientStats& stats) {
         const bool refused = plan.fault && plan.fault->refused_route;
         const Expectation expected = !plan.fault ? expect_success(id, plan.turn, plan.stream, 1)
                                                  : plan.fault->expect(id, plan.turn, plan.stream, plan.k);
-        const std::string body = request_body(id, plan.stream, refused ? refused_model : std::string_view{});
+        const std::string body = turn_request(plan.fault, id, plan.stream);
 
         sh.registry.open(plan);
         const auto start = Clock::now();
@@ -201,8 +224,12 @@ void client_loop(Shared& sh, int index, ClientStats& stats) {
         if (foreign > 0) ++stats.crosstalk;
         if (v.right && foreign == 0) {
             ++stats.outcomes[v.label];
-            stats.attempts += static_cast<std::uint64_t>(std::atoi(r.header("x-modelproxy-attempts").value_or("0").c_str()));
-            if (expected.shape == Shape::ok) stats.successes.push_back(plan.turn);
+            // The records count a resume's attempts too, sent after the header.
+            stats.attempts += static_cast<std::uint64_t>(
+                std::atoi(r.header("x-modelproxy-attempts").value_or("0").c_str()) + expected.unheaded);
+            if (expected.shape == Shape::ok || expected.shape == Shape::resumed) stats.successes.push_back(plan.turn);
+            if (expected.resumed > 0 || expected.resume_offset >= 0)
+                stats.resume_turns.push_back({plan.turn, expected.resumed, expected.resume_offset});
         } else {
             ++stats.wrong;
             stats.wrong_turns.push_back(plan.turn);
@@ -256,7 +283,7 @@ int main(int argc, char** argv) {
     TempDir dir("soak");
     const auto log = dir.path() / "records.jsonl";
     ProxyProcess::Options proxy_options;
-    proxy_options.config_yaml = config(fake, bounds);
+    proxy_options.config_yaml = config(fake, bounds, options.clients);
     proxy_options.args = {"--log", log.string(), "--workers", std::to_string(options.workers)};
     ProxyProcess proxy(proxy_options);
     try {
@@ -336,8 +363,37 @@ int main(int argc, char** argv) {
     summary.orphans = registry.orphans();
     summary.free_resends = registry.free_resends();
     const std::uint64_t issued = control.next_turn.load() - 1;
-    summary.records = check_records(log, issued, summary.stats.successes, summary.stats.wrong_turns);
+    summary.records = check_records(log, issued, summary.stats.successes, summary.stats.wrong_turns,
+                                    summary.stats.resume_turns);
     summary.ran_through = proxy.running();
+    // The resumes the proxy counted (docs/behaviour.md section 16), by
+    // result: each must equal the turns of the resume case predicting it;
+    // the routes without resume count none.
+    if (summary.ran_through) {
+        Response metrics;
+        try {
+            metrics = proxy.client().get("/metrics");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "soak: /metrics: %s\n", e.what());
+        }
+        summary.metrics_read = metrics.ok() && metrics.status == 200;
+        for (const std::string_view result : resume_results) {
+            ResumeCount count;
+            count.result = std::string(result);
+            for (std::size_t i = 0; i < cases.size(); ++i)
+                if (cases[i].resume == result) {
+                    count.cases += (count.cases.empty() ? "" : ", ") + cases[i].name;
+                    count.turns += shared.per_case[i].load();
+                }
+            const auto series = [&](std::string_view route) {
+                return "modelproxy_resumes_total{route=\"" + std::string(route) + "\",result=\"" + count.result + "\"}";
+            };
+            count.counted = metric_value(metrics.body, series(resume_route));
+            for (const std::string_view route : {std::string_view("soak"), std::string_view("refused")})
+                count.elsewhere += metric_value(metrics.body, series(route)).value_or(0);
+            summary.resumes.push_back(std::move(count));
+        }
+    }
     if (!summary.ran_through)
         std::fprintf(stderr, "soak: the proxy exited during the run:\n%s\n", proxy.stderr_text().c_str());
     // The end of a deployment: SIGTERM, which an idle proxy answers by

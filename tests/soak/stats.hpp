@@ -51,6 +51,16 @@ struct Wrong {
     std::string what;  // case, plan, expected vs got
 };
 
+// A turn the records must show resumed (docs/behaviour.md section 16): its
+// turn record's `resumed`, and the resume_offset of its attempts (-1: none
+// has one); every other turn's records show no resume.
+struct ResumeTurn {
+    std::uint64_t turn = 0;
+    int resumed = 0;
+    std::int64_t offset = -1;
+    bool operator<(const ResumeTurn& o) const { return turn < o.turn; }
+};
+
 struct ClientStats {
     Histogram durations;
     std::map<std::string, std::uint64_t> outcomes;  // label -> turns
@@ -62,6 +72,7 @@ struct ClientStats {
     std::vector<Wrong> first_wrong;   // at most a few
     std::vector<std::uint64_t> wrong_turns;
     std::vector<std::uint64_t> successes;  // turn numbers answered with the success bytes
+    std::vector<ResumeTurn> resume_turns;  // resume cases' turns answered as predicted
 
     void merge(const ClientStats& other) {
         durations.merge(other.durations);
@@ -75,6 +86,7 @@ struct ClientStats {
             if (first_wrong.size() < 10) first_wrong.push_back(w);
         successes.insert(successes.end(), other.successes.begin(), other.successes.end());
         wrong_turns.insert(wrong_turns.end(), other.wrong_turns.begin(), other.wrong_turns.end());
+        resume_turns.insert(resume_turns.end(), other.resume_turns.begin(), other.resume_turns.end());
     }
 };
 
