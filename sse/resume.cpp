@@ -369,7 +369,9 @@ struct ResumeReader::Impl {
         error_code function(od::value& v, std::int64_t sub) {
             return object(v, [&](std::string_view key, od::value& m, bool& first) {
                 if (key == "name") {
-                    if (published_entry()) {
+                    // The name the client has goes; a second `name` past
+                    // the cut (a duplicate member) is not the client's.
+                    if (published_entry() && line().pieces.size() < cut.published) {
                         std::string* keep = out;
                         out = nullptr;
                         const error_code e = string_mark(m, Kind::name, Field::arguments, sub);

@@ -520,6 +520,25 @@ TEST_CASE("resume seam: a tool call straddling the seam keeps its arguments, not
     CHECK(out == R"({"id":"A","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ty\":"}}]}}]})");
 }
 
+TEST_CASE("resume seam: a cut drops only the tool-call name the client has, not a second one past the cut") {
+    sse::ResumeReader reader;
+    sse::PublishedAnswer published;
+    const auto chat = policy::Endpoint::chat_completions;
+    published.add(copy_of(
+        reader.read(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_A","function":{"name":"f"}}]}}]})", chat)));
+    sse::Seam seam(published);
+    // A duplicate member: the second name is a piece past the seam.
+    const std::string line =
+        R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_B","function":{"name":"f","name":"g"}}]}}]})";
+    const auto v = seam.judge(reader.read(line, chat));
+    REQUIRE(v.step == Step::cut);
+    CHECK(v.cut.published == 1);
+    CHECK(v.cut.cut_bytes == 0);
+    std::string out;
+    REQUIRE(reader.rewrite(line, chat, v.cut, published.ids(), out));
+    CHECK(out == R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"g"}}]}}]})");
+}
+
 TEST_CASE("resume seam: a different function name, another choice or another text kind diverges") {
     sse::ResumeReader reader;
     const auto chat = policy::Endpoint::chat_completions;
