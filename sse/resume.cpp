@@ -1,10 +1,16 @@
 // docs/behaviour.md section 16: the pieces of a one-choice stream's lines,
 // the published answer, the seam search and the rewrite of the lines that
 // follow it. One simdjson On-Demand walk serves reading and rewriting: a
-// rewrite copies every value as its raw JSON token (numbers and escapes as
-// the provider wrote them) but for the values it replaces, so a forwarded
-// line changes only where section 16 says.
+// rewrite copies every string and number as its raw JSON token (numbers and
+// escapes as the provider wrote them; keys re-escaped, whitespace between
+// tokens dropped) but for the values it replaces, so a forwarded line
+// changes only where section 16 says. On-Demand alone is lazy, so the walk
+// visits and validates every value, as sse/line_walker.hpp's does: a line
+// that is not one JSON object reads as not JSON (json false), so it is never
+// published as answer text nor goes out rewritten into something else.
 #include "sse/resume.hpp"
+
+#include "sse/line_walker.hpp"
 
 #include <simdjson.h>
 
@@ -63,6 +69,10 @@ void append_escaped(std::string& out, std::string_view text) {
     out += '"';
 }
 
+// Deeper nesting is refused as not JSON rather than risking the stack (as
+// sse/line_walker.cpp does).
+constexpr int max_depth = 512;
+
 // The logprobs arrays a cut trims.
 enum class Lp : std::uint8_t { chat_content, chat_refusal, completion_tokens, count };
 
@@ -89,6 +99,7 @@ struct ResumeReader::Impl {
         std::size_t skip[static_cast<int>(Lp::count)] = {0, 0, 0};  // rewrite: logprobs entries dropped
         std::int64_t entry = -1;                     // the tool_calls entry being walked
         std::size_t entries = 0;
+        int depth = 0;                               // of the object or array being walked
 
         ResumeLine& line() { return impl.line; }
         void put(std::string_view s) {
@@ -106,23 +117,51 @@ struct ResumeReader::Impl {
                    entry_published[static_cast<std::size_t>(entry)];
         }
 
-        // A value copied as it is.
+        // A scalar of type `type` validated (simdjson's raw token alone
+        // checks nothing: `tru`, `01`, `"\x"` would pass); a number is left
+        // unconsumed, the enclosing iterator steps over it.
+        error_code scalar(od::value& v, od::json_type type) {
+            switch (type) {
+                case od::json_type::string: {
+                    std::string_view s;
+                    return v.get_string().get(s);
+                }
+                case od::json_type::number:
+                    return detail::valid_number(v.raw_json_token()) ? SUCCESS : simdjson::NUMBER_ERROR;
+                case od::json_type::boolean: {
+                    bool b;
+                    return v.get_bool().get(b);
+                }
+                case od::json_type::null: {
+                    bool is_null = false;
+                    MP_RESUME_TRY(v.is_null().get(is_null));
+                    return is_null ? SUCCESS : simdjson::N_ATOM_ERROR;
+                }
+                default:
+                    return simdjson::INCORRECT_TYPE;
+            }
+        }
+
+        // A value copied as it is, validated whole: containers member by
+        // member, scalars as their raw tokens.
         error_code copy(od::value& v) {
             od::json_type type;
             MP_RESUME_TRY(v.type().get(type));
-            std::string_view raw;
             if (type == od::json_type::object) {
-                od::object o;
-                MP_RESUME_TRY(v.get_object().get(o));
-                MP_RESUME_TRY(o.raw_json().get(raw));
-            } else if (type == od::json_type::array) {
-                od::array a;
-                MP_RESUME_TRY(v.get_array().get(a));
-                MP_RESUME_TRY(a.raw_json().get(raw));
-            } else {
-                raw = v.raw_json_token();
+                return object(v, [&](std::string_view key, od::value& m, bool& first) {
+                    member(first, key);
+                    return copy(m);
+                });
             }
-            put(trimmed(raw));
+            if (type == od::json_type::array) {
+                return array(v, [&](std::size_t, od::value& element, bool& first) {
+                    comma(first);
+                    return copy(element);
+                });
+            }
+            const std::string_view raw = trimmed(v.raw_json_token());
+            MP_RESUME_TRY(scalar(v, type));
+            put(raw);
             return SUCCESS;
         }
 
@@ -133,7 +172,23 @@ struct ResumeReader::Impl {
             MP_RESUME_TRY(v.type().get(type));
             if (type == od::json_type::object || type == od::json_type::array) return copy(v);
             seen = trimmed(v.raw_json_token());
+            MP_RESUME_TRY(scalar(v, type));
             put(with && !with->empty() ? std::string_view(*with) : seen);
+            return SUCCESS;
+        }
+
+        // An integer member (a choice, tool call or block index) into
+        // `into`; any other valid value is copied and leaves `into` as it
+        // was (1.5, 1e99, "0").
+        error_code integer(od::value& v, std::int64_t& into) {
+            od::json_type type;
+            MP_RESUME_TRY(v.type().get(type));
+            if (type != od::json_type::number) return copy(v);
+            const std::string_view raw = trimmed(v.raw_json_token());
+            if (!detail::valid_number(raw)) return simdjson::NUMBER_ERROR;
+            std::int64_t n = 0;
+            if (v.get_int64().get(n) == SUCCESS) into = n;  // else left unconsumed, stepped over
+            put(raw);
             return SUCCESS;
         }
 
@@ -185,8 +240,10 @@ struct ResumeReader::Impl {
             od::json_type type;
             MP_RESUME_TRY(v.type().get(type));
             if (type != od::json_type::object) return copy(v);
+            if (depth >= max_depth) return simdjson::DEPTH_ERROR;
             od::object o;
             MP_RESUME_TRY(v.get_object().get(o));
+            ++depth;
             put("{");
             bool first = true;
             for (auto result : o) {
@@ -201,6 +258,7 @@ struct ResumeReader::Impl {
                 MP_RESUME_TRY(on_field(key, value, first));
             }
             put("}");
+            --depth;
             return SUCCESS;
         }
 
@@ -209,8 +267,10 @@ struct ResumeReader::Impl {
             od::json_type type;
             MP_RESUME_TRY(v.type().get(type));
             if (type != od::json_type::array) return copy(v);
+            if (depth >= max_depth) return simdjson::DEPTH_ERROR;
             od::array a;
             MP_RESUME_TRY(v.get_array().get(a));
+            ++depth;
             put("[");
             bool first = true;
             std::size_t i = 0;
@@ -220,6 +280,7 @@ struct ResumeReader::Impl {
                 MP_RESUME_TRY(on_element(i++, element, first));
             }
             put("]");
+            --depth;
             return SUCCESS;
         }
 
@@ -308,7 +369,9 @@ struct ResumeReader::Impl {
         error_code function(od::value& v, std::int64_t sub) {
             return object(v, [&](std::string_view key, od::value& m, bool& first) {
                 if (key == "name") {
-                    if (published_entry()) {
+                    // The name the client has goes; a second `name` past
+                    // the cut (a duplicate member) is not the client's.
+                    if (published_entry() && line().pieces.size() < cut.published) {
                         std::string* keep = out;
                         out = nullptr;
                         const error_code e = string_mark(m, Kind::name, Field::arguments, sub);
@@ -339,19 +402,7 @@ struct ResumeReader::Impl {
                         return c;
                     }
                     member(f, key);
-                    if (key == "index") {
-                        od::json_type type;
-                        MP_RESUME_TRY(m.type().get(type));
-                        if (type == od::json_type::number) {
-                            std::int64_t n = 0;
-                            if (m.get_int64().get(n) == SUCCESS) {
-                                index = n;
-                                put(trimmed(m.raw_json_token()));
-                                return SUCCESS;
-                            }
-                        }
-                        return copy(m);
-                    }
+                    if (key == "index") return integer(m, index);
                     if (key == "function") return function(m, 0);
                     return copy(m);
                 });
@@ -395,12 +446,9 @@ struct ResumeReader::Impl {
                     member(f, key);
                     if (key == "index") {
                         std::int64_t n = 0;
-                        if (m.get_int64().get(n) == SUCCESS) {
-                            if (n != 0) line().one_choice = false;
-                            put(trimmed(m.raw_json_token()));
-                            return SUCCESS;
-                        }
-                        return copy(m);
+                        MP_RESUME_TRY(integer(m, n));
+                        if (n != 0) line().one_choice = false;
+                        return SUCCESS;
                     }
                     if (key == "delta" && endpoint == policy::Endpoint::chat_completions) return delta(m);
                     if (key == "text" && endpoint == policy::Endpoint::completions) return text(m, Field::text);
@@ -444,15 +492,7 @@ struct ResumeReader::Impl {
                     type_copy.assign(type_value);
                     return SUCCESS;
                 }
-                if (key == "index") {
-                    std::int64_t n = 0;
-                    if (m.get_int64().get(n) == SUCCESS) {
-                        index = n;
-                        put(trimmed(m.raw_json_token()));
-                        return SUCCESS;
-                    }
-                    return copy(m);
-                }
+                if (key == "index") return integer(m, index);
                 if (key == "message") {
                     return object(m, [&](std::string_view k, od::value& mm, bool& f) -> error_code {
                         member(f, k);
@@ -528,6 +568,9 @@ struct ResumeReader::Impl {
         const error_code e =
             w.endpoint == policy::Endpoint::messages ? w.messages_top(root) : w.openai_top(root);
         MP_RESUME_TRY(e);
+        // After the whole object the iterator must be at the end: anything
+        // else is trailing content ("{}}" or "{} x").
+        if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return simdjson::TRAILING_CONTENT;
         line.json = true;
         return SUCCESS;
     }

@@ -520,6 +520,25 @@ TEST_CASE("resume seam: a tool call straddling the seam keeps its arguments, not
     CHECK(out == R"({"id":"A","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"ty\":"}}]}}]})");
 }
 
+TEST_CASE("resume seam: a cut drops only the tool-call name the client has, not a second one past the cut") {
+    sse::ResumeReader reader;
+    sse::PublishedAnswer published;
+    const auto chat = policy::Endpoint::chat_completions;
+    published.add(copy_of(
+        reader.read(R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_A","function":{"name":"f"}}]}}]})", chat)));
+    sse::Seam seam(published);
+    // A duplicate member: the second name is a piece past the seam.
+    const std::string line =
+        R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_B","function":{"name":"f","name":"g"}}]}}]})";
+    const auto v = seam.judge(reader.read(line, chat));
+    REQUIRE(v.step == Step::cut);
+    CHECK(v.cut.published == 1);
+    CHECK(v.cut.cut_bytes == 0);
+    std::string out;
+    REQUIRE(reader.rewrite(line, chat, v.cut, published.ids(), out));
+    CHECK(out == R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"g"}}]}}]})");
+}
+
 TEST_CASE("resume seam: a different function name, another choice or another text kind diverges") {
     sse::ResumeReader reader;
     const auto chat = policy::Endpoint::chat_completions;
@@ -563,6 +582,45 @@ TEST_CASE("resume seam: a line that is not JSON is read as such") {
     std::string out = "kept";
     CHECK_FALSE(reader.rewrite("{\"a\":", policy::Endpoint::chat_completions, {}, {}, out));
     CHECK(out == "kept");
+}
+
+TEST_CASE("resume seam: malformed JSON anywhere in a line, even where nothing is read, makes it not JSON") {
+    // On-Demand alone is lazy: these once read as JSON (their answer text
+    // published, their rewrites forwarded as they were or cut short).
+    const auto chat = policy::Endpoint::chat_completions;
+    const std::string content = R"({"choices":[{"index":0,"delta":{"content":"a"}}])";
+    sse::ResumeReader reader;
+    for (const std::string& line : {
+             content + "}}",                                   // trailing content
+             content + "} x",
+             content + R"(,"usage":{"total_tokens":tru}})",   // a literal in a copied object
+             content + R"(,"x":nul})",
+             content + R"(,"created":01})",                    // numbers
+             content + R"(,"usage":{"a":-}})",
+             content + R"(,"x":[1,]})",                        // arrays
+             content + R"(,"x":[1 2]})",
+             content + R"(,"id":"\x"})",                       // an escape
+             std::string(R"({"choices":[{"index":0x,"delta":{"content":"a"}}]})"),
+         }) {
+        INFO(line);
+        const sse::ResumeLine& read = reader.read(line, chat);
+        CHECK_FALSE(read.json);
+        CHECK(read.pieces.empty());
+        std::string out = "kept";
+        CHECK_FALSE(reader.rewrite(line, chat, {}, {}, out));
+        CHECK(out == "kept");
+    }
+    // Valid JSON simdjson cannot represent, escaped keys and whitespace
+    // still read; the rewrite keeps every value's token.
+    const std::string valid =
+        R"({"usage" : {"a":1e400, "b" : [ 18446744073709551616 , {"\u0063":"\u00e9"} ]}, "choices":[{"index":0,"delta":{"content":"a"}}]} )";
+    const sse::ResumeLine& read = reader.read(valid, chat);
+    REQUIRE(read.json);
+    REQUIRE(read.pieces.size() == 2);
+    std::string out;
+    REQUIRE(reader.rewrite(valid, chat, {}, {}, out));
+    CHECK(out ==
+          R"({"usage":{"a":1e400,"b":[18446744073709551616,{"c":"\u00e9"}]},"choices":[{"index":0,"delta":{"content":"a"}}]})");
 }
 
 TEST_CASE("resume seam: code points count characters, not bytes") {
