@@ -99,7 +99,8 @@ struct ResumeReader::Impl {
         std::size_t skip[static_cast<int>(Lp::count)] = {0, 0, 0};  // rewrite: logprobs entries dropped
         std::int64_t entry = -1;                     // the tool_calls entry being walked
         std::size_t entries = 0;
-        int depth = 0;                               // of the object or array being walked
+        int depth = 0;
+        std::size_t choices_seen = 0;                // chat and completions: choices walked                               // of the object or array being walked
 
         ResumeLine& line() { return impl.line; }
         void put(std::string_view s) {
@@ -441,6 +442,7 @@ struct ResumeReader::Impl {
         error_code choices(od::value& v) {
             return array(v, [&](std::size_t i, od::value& element, bool& first) -> error_code {
                 comma(first);
+                ++choices_seen;
                 if (i > 0) line().one_choice = false;
                 return object(element, [&](std::string_view key, od::value& m, bool& f) -> error_code {
                     member(f, key);
@@ -459,8 +461,12 @@ struct ResumeReader::Impl {
             });
         }
 
+        // A usage report is a mark only on a line without choices (the
+        // usage chunk that ends a stream): a provider that reports usage on
+        // every chunk would otherwise tie the marks to its event split.
         error_code openai_top(od::value& v) {
-            return object(v, [&](std::string_view key, od::value& m, bool& first) -> error_code {
+            bool usage = false;
+            const error_code e = object(v, [&](std::string_view key, od::value& m, bool& first) -> error_code {
                 member(first, key);
                 if (key == "id") return replaced(m, line().id, ids ? &ids->id : nullptr);
                 if (key == "created") return replaced(m, line().created, ids ? &ids->created : nullptr);
@@ -470,11 +476,13 @@ struct ResumeReader::Impl {
                 if (key == "usage") {
                     od::json_type type;
                     MP_RESUME_TRY(m.type().get(type));
-                    if (type == od::json_type::object) add_piece(Kind::usage, Field::content, {});
+                    usage = type == od::json_type::object;
                     return copy(m);
                 }
                 return copy(m);
             });
+            if (usage && choices_seen == 0) add_piece(Kind::usage, Field::content, {});
+            return e;
         }
 
         error_code messages_top(od::value& v) {

@@ -32,7 +32,7 @@ struct ResumePiece {
         block_start,  // Messages content_block_start: "type" or "type:name", whole
         block_stop,   // Messages content_block_stop
         finish,       // a finish_reason / stop_reason, whole
-        usage,        // a usage report (chat and completions: a non-null `usage`)
+        usage,        // a usage report (chat and completions: a `usage` object on a line without choices)
         signature,    // a Messages thinking block's signature (its value is the stream's own)
     };
     Kind kind = Kind::text;

@@ -616,7 +616,7 @@ TEST_CASE("resume seam: malformed JSON anywhere in a line, even where nothing is
         R"({"usage" : {"a":1e400, "b" : [ 18446744073709551616 , {"\u0063":"\u00e9"} ]}, "choices":[{"index":0,"delta":{"content":"a"}}]} )";
     const sse::ResumeLine& read = reader.read(valid, chat);
     REQUIRE(read.json);
-    REQUIRE(read.pieces.size() == 2);
+    REQUIRE(read.pieces.size() == 1);  // the content (usage beside choices is no mark)
     std::string out;
     REQUIRE(reader.rewrite(valid, chat, {}, {}, out));
     CHECK(out ==
@@ -626,4 +626,32 @@ TEST_CASE("resume seam: malformed JSON anywhere in a line, even where nothing is
 TEST_CASE("resume seam: code points count characters, not bytes") {
     CHECK(sse::code_points("a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80") == 4);
     CHECK(sse::code_points("") == 0);
+}
+
+TEST_CASE("resume seam: usage on every chunk does not tie the seam to the event split") {
+    sse::ResumeReader reader;
+    sse::PublishedAnswer published;
+    const auto chat = policy::Endpoint::chat_completions;
+    const auto line = [](std::string_view text, int tokens) {
+        return R"({"id":"X","choices":[{"index":0,"delta":{"content":")" + std::string(text) +
+               R"("}}],"usage":{"completion_tokens":)" + std::to_string(tokens) + "}}";
+    };
+    for (const auto& l : {line("Hel", 1), line("lo", 2)}) published.add(copy_of(reader.read(l, chat)));
+    sse::Seam seam(published);
+    CHECK(seam.judge(reader.read(line("H", 1), chat)).step == Step::drop);
+    const auto v = seam.judge(reader.read(line("ello wor", 2), chat));
+    CHECK(v.step == Step::cut);
+    CHECK(v.cut.cut_bytes == 4);
+    CHECK(seam.reached());
+    // The usage chunk that ends a stream (no choices) is a mark: its repeat
+    // after the seam is what the client has not had yet.
+    sse::PublishedAnswer with_end;
+    with_end.add(copy_of(reader.read(line("Hi", 1), chat)));
+    with_end.add(copy_of(reader.read(R"({"id":"X","choices":[],"usage":{"total_tokens":5}})", chat)));
+    sse::Seam end_seam(with_end);
+    CHECK(end_seam.judge(reader.read(line("Hi", 1), chat)).step == Step::drop);
+    CHECK_FALSE(end_seam.reached());
+    CHECK(end_seam.judge(reader.read(R"({"id":"Y","choices":[],"usage":{"total_tokens":5}})", chat)).step ==
+          Step::drop);
+    CHECK(end_seam.reached());
 }
