@@ -81,31 +81,11 @@ Line own(const sse::ResumeLine& l) {
     return o;
 }
 
-// Length of the valid UTF-8 sequence (RFC 3629) at s[i], 0 if none.
-std::size_t utf8_at(std::string_view s, std::size_t i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (b < 0x80) return 1;
-    std::size_t n;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (b >= 0xC2 && b <= 0xDF) n = 1;
-    else if (b == 0xE0) n = 2, lo = 0xA0;
-    else if (b == 0xED) n = 2, hi = 0x9F;
-    else if (b >= 0xE1 && b <= 0xEF) n = 2;
-    else if (b == 0xF0) n = 3, lo = 0x90;
-    else if (b >= 0xF1 && b <= 0xF3) n = 3;
-    else if (b == 0xF4) n = 3, hi = 0x8F;
-    else return 0;
-    if (i + n >= s.size()) return 0;
-    for (std::size_t k = 1; k <= n; ++k) {
-        const auto c = static_cast<unsigned char>(s[i + k]);
-        if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return 0;
-    }
-    return n + 1;
-}
+using modelproxy::fuzz::utf8_length_at;
 
 bool valid_utf8(std::string_view s) {
     for (std::size_t i = 0; i < s.size();) {
-        const std::size_t n = utf8_at(s, i);
+        const std::size_t n = utf8_length_at(s, i);
         if (n == 0) return false;
         i += n;
     }
@@ -116,7 +96,7 @@ bool valid_utf8(std::string_view s) {
 std::string sanitized(std::string_view s) {
     std::string out;
     for (std::size_t i = 0; i < s.size();) {
-        const std::size_t n = utf8_at(s, i);
+        const std::size_t n = utf8_length_at(s, i);
         if (n == 0) {
             out += '?';
             ++i;
@@ -150,7 +130,7 @@ std::string js(std::string_view s, bool escape_all = false) {
             out += static_cast<char>(c);
             ++i;
         } else {
-            const std::size_t n = utf8_at(s, i);
+            const std::size_t n = utf8_length_at(s, i);
             unsigned cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
             for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
             if (cp >= 0x10000) {
@@ -188,7 +168,7 @@ std::vector<std::string> tokens_of(std::string_view text, unsigned per) {
     std::string cur;
     unsigned in = 0;
     for (std::size_t i = 0; i < text.size();) {
-        std::size_t n = utf8_at(text, i);
+        std::size_t n = utf8_length_at(text, i);
         if (n == 0) n = 1;
         cur.append(text.substr(i, n));
         i += n;

@@ -6,6 +6,27 @@
 
 namespace modelproxy::fuzz {
 
+std::size_t utf8_length_at(std::string_view s, std::size_t i) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) return 1;
+    std::size_t n;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) n = 1;
+    else if (b == 0xE0) n = 2, lo = 0xA0;
+    else if (b == 0xED) n = 2, hi = 0x9F;
+    else if (b >= 0xE1 && b <= 0xEF) n = 2;
+    else if (b == 0xF0) n = 3, lo = 0x90;
+    else if (b >= 0xF1 && b <= 0xF3) n = 3;
+    else if (b == 0xF4) n = 3, hi = 0x8F;
+    else return 0;
+    if (i + n >= s.size()) return 0;
+    for (std::size_t k = 1; k <= n; ++k) {
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return 0;
+    }
+    return n + 1;
+}
+
 namespace {
 
 class Checker {
@@ -161,26 +182,11 @@ private:
         return true;
     }
 
-    // One UTF-8 sequence starting with a byte >= 0x80 (RFC 3629: no
-    // overlongs, no surrogates, nothing above U+10FFFF).
+    // One UTF-8 sequence starting with a byte >= 0x80.
     bool utf8() {
-        const unsigned char b = byte(pos_);
-        std::size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (b >= 0xC2 && b <= 0xDF) n = 1;
-        else if (b == 0xE0) n = 2, lo = 0xA0;
-        else if (b == 0xED) n = 2, hi = 0x9F;
-        else if (b >= 0xE1 && b <= 0xEF) n = 2;
-        else if (b == 0xF0) n = 3, lo = 0x90;
-        else if (b >= 0xF1 && b <= 0xF3) n = 3;
-        else if (b == 0xF4) n = 3, hi = 0x8F;
-        else return false;
-        if (pos_ + n >= t_.size()) return false;
-        for (std::size_t i = 1; i <= n; ++i) {
-            const unsigned char c = byte(pos_ + i);
-            if (c < (i == 1 ? lo : 0x80) || c > (i == 1 ? hi : 0xBF)) return false;
-        }
-        pos_ += n + 1;
+        const std::size_t n = utf8_length_at(t_, pos_);
+        if (n == 0) return false;
+        pos_ += n;
         return true;
     }
 

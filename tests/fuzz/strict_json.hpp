@@ -30,4 +30,8 @@ inline constexpr int strict_json_max_depth = 20000;
 
 StrictJson check_strict_json(std::string_view text);
 
+// The length of the valid UTF-8 sequence (RFC 3629: no overlongs, no
+// surrogates, nothing above U+10FFFF) at s[i], i < s.size(); 0 if none.
+std::size_t utf8_length_at(std::string_view s, std::size_t i);
+
 }  // namespace modelproxy::fuzz
