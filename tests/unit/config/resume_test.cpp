@@ -42,7 +42,8 @@ mc::Config load_ok(const std::string& yaml) {
 TEST_CASE("without a resume block, or with an empty one, a route does not resume and has section 16's defaults") {
     const std::string route = GENERATE(as<std::string>{}, "", "resume: {}");
     CAPTURE(route);
-    const mc::Resume& resume = load_ok(document(route)).routes[0].resume;
+    const mc::Config config = load_ok(document(route));
+    const mc::Resume& resume = config.routes[0].resume;
     CHECK_FALSE(resume.enabled);
     CHECK(resume.max_resumes == 1);
     CHECK(resume.max_offset == 4096);
@@ -76,7 +77,8 @@ TEST_CASE("both ends of the resume ranges are accepted") {
         {"resume: {enabled: true, max_resumes: 3, max_offset: 1000000}", 3, 1000000},
     }));
     CAPTURE(route);
-    const mc::Resume& resume = load_ok(document(route)).routes[0].resume;
+    const mc::Config config = load_ok(document(route));
+    const mc::Resume& resume = config.routes[0].resume;
     CHECK(resume.max_resumes == resumes);
     CHECK(resume.max_offset == offset);
 }
