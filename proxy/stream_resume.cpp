@@ -24,6 +24,8 @@ bool resumable_endpoint(policy::Endpoint e) {
 
 }  // namespace
 
+// At a stream's start: whether its published lines are read (a turn's first
+// stream), or, for a resume's attempt, its seam search against them.
 void TurnRun::start_resume(StreamRelay& relay) {
     StreamRelay::Resume& s = relay.resume;
     if (resume_attempt_) {
@@ -38,6 +40,8 @@ void TurnRun::start_resume(StreamRelay& relay) {
               (!rc.only_deterministic || plan_.deterministic);
 }
 
+// An event the client gets (held, then published, or forwarded), read into
+// the answer it has while a resume may still follow.
 void TurnRun::track_published(const sse::Event& event) {
     StreamRelay::Resume& s = plan_.stream.resume;
     if (!s.track || s.spent) return;
@@ -54,6 +58,9 @@ void TurnRun::track_published(const sse::Event& event) {
     if (s.published.code_points() > static_cast<std::uint64_t>(route_->resume.max_offset)) s.spent = true;
 }
 
+// After publication, an event of a resume's attempt: dropped before the seam,
+// cut at it, rewritten to the first stream's ids after it; a line that
+// contradicts the published answer abandons the resume.
 RelayStep TurnRun::resume_event(const sse::Event& event) {
     StreamRelay& r = plan_.stream;
     StreamRelay::Resume& s = r.resume;
@@ -95,6 +102,9 @@ RelayStep TurnRun::resume_event(const sse::Event& event) {
     return RelayStep::read_on;
 }
 
+// A break after publication that a resume may continue: true when one does
+// (the attempt is recorded with decision resume, resume_to_ names the
+// candidate, `failed` is the cut the turn ends on if the resume cannot go).
 bool TurnRun::resume_break(Failed& failed) {
     StreamRelay& r = plan_.stream;
     StreamRelay::Resume& s = r.resume;
@@ -141,6 +151,8 @@ bool TurnRun::resume_break(Failed& failed) {
     return true;
 }
 
+// A resume's attempt ended before its seam (diverged, or broken): the
+// client's stream ends as the cut it tried to continue would have.
 RelayStep TurnRun::abandon_resume(ResumeResult result) {
     StreamRelay::Resume& s = plan_.stream.resume;
     count_resume(result);
@@ -151,6 +163,7 @@ RelayStep TurnRun::abandon_resume(ResumeResult result) {
     return close_with(resume_cut_, K::stream_cut);
 }
 
+// A resume's attempt failed before its stream could be read through.
 Task<bool> TurnRun::resume_failed(Failed& failed) {
     // Recorded as its own failure; the turn ends as the cut it tried to continue.
     settle_recorded(failed.record_status(), &failed.classification, "terminal");
@@ -163,6 +176,8 @@ Task<bool> TurnRun::resume_failed(Failed& failed) {
                                 true);
 }
 
+// A resume's attempt on the current candidate: its breaker admits it, or it
+// goes all the same (it was usable when the resume was decided).
 void TurnRun::admit_resume(Clock::time_point now) {
     CandidateState& s = *current().ref->state;
     std::optional<policy::BreakerTransition> moved;

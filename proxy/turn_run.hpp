@@ -301,27 +301,16 @@ private:
     void end_published();
 
     // stream_resume.cpp: continuing a cut stream (docs/behaviour.md section
-    // 16). A stream's start: whether its published lines are read (a turn's
-    // first stream) or, for a resume's attempt, its seam search.
+    // 16). The published answer is read at each event the client gets
+    // (track_published); a break it may continue is decided and recorded
+    // (resume_break); a resume attempt's events go through the seam
+    // (resume_event); an abandoned or failed resume ends as the cut would.
     void start_resume(StreamRelay& relay);
-    // An event the client gets (held, then published, or forwarded), read
-    // into the answer the client has, while a resume may still follow.
     void track_published(const sse::Event& event);
-    // After publication, an event of a resume's attempt: dropped before the
-    // seam, cut at it, rewritten to the first stream's ids after it; a line
-    // that contradicts the published answer abandons the resume.
     RelayStep resume_event(const sse::Event& event);
-    // A break after publication that a resume may continue: true when one
-    // does (the attempt is recorded with decision resume, resume_to_ names
-    // the candidate, `failed` is the cut the turn ends on if it cannot go).
     bool resume_break(Failed& failed);
-    // A resume's attempt ended before its seam (diverged, or broken): the
-    // client's stream ends as the cut it tried to continue would have.
     RelayStep abandon_resume(metrics::ResumeResult result);
-    // A resume's attempt failed before its stream could be read through.
     Task<bool> resume_failed(Failed& failed);
-    // A resume's attempt on the current candidate: its breaker admits it,
-    // or it goes all the same (it was usable when the resume was decided).
     void admit_resume(Clock::time_point now);
     void count_resume(metrics::ResumeResult result);
     bool catching_up() const { return plan_.stream.resume.seam && !plan_.stream.resume.reached; }
