@@ -7,6 +7,7 @@
 // the pieces and the rewrite are sse/'s pure functions; this file keeps the
 // turn's part: records, metrics, the bounds and the candidates.
 #include "policy/classify.hpp"
+#include "policy/resume.hpp"
 #include "proxy/stream_relay.hpp"
 #include "proxy/turn_run.hpp"
 
@@ -117,22 +118,29 @@ bool TurnRun::resume_break(Failed& failed) {
         return false;
     };
     const std::uint64_t offset = s.published.code_points();
-    if (!s.track || s.spent || offset == 0 || !s.published.one_choice()) return skip();
-    if (offset > static_cast<std::uint64_t>(rc.max_offset) || resume_tries_ >= rc.max_resumes) return skip();
     const auto now = clock_.now();
+    policy::ResumeFacts facts;
+    facts.readable = s.track && !s.spent;
+    facts.one_choice = s.published.one_choice();
+    facts.published = offset;
+    facts.max_offset = rc.max_offset;
+    facts.tries = resume_tries_;
+    facts.max_resumes = rc.max_resumes;
     // One more attempt within the turn's bounds, min_attempt_ms before the
     // deadline included, sent at once.
-    const policy::Failure cut = policy::failure_of(r.close.classification, 0, std::nullopt);
-    if (replays_.fall_over(cut, now).verdict != policy::Verdict::retry) return skip();
-    // The same candidate while it has attempts left, else the next usable
-    // deployment of the same client model; never a fallback model.
-    std::optional<std::size_t> to;
+    facts.bounds_allow = replays_.fall_over(policy::failure_of(r.close.classification, 0, std::nullopt), now).verdict ==
+                         policy::Verdict::retry;
     // A model without a `models` entry has the defaults' policy, unnamed.
-    const bool per_candidate =
-        plan_.candidates && plan_.candidates->policy && !plan_.candidates->policy->name.empty();
-    if ((!per_candidate || current().attempts < attempts_per_candidate()) && usable(cur_, now, true)) to = cur_;
-    for (std::size_t i = cur_ + 1; !to && i < order_.size(); ++i)
-        if (order_[i].ref->client_model == current().ref->client_model && usable(i, now, false)) to = i;
+    facts.per_candidate = plan_.candidates && plan_.candidates->policy && !plan_.candidates->policy->name.empty();
+    facts.attempts_on_current = current().attempts;
+    facts.attempts_per_candidate = attempts_per_candidate();
+    facts.current = cur_;
+    boost::container::small_vector<policy::ResumeCandidate, 4> list;
+    for (std::size_t i = 0; i < order_.size(); ++i)
+        list.push_back({order_[i].ref->client_model == current().ref->client_model, i > cur_ && usable(i, now, false),
+                        i == cur_ && usable(i, now, true)});
+    facts.candidates = list;
+    const std::optional<std::size_t> to = policy::resume_target(facts);
     if (!to) return skip();
     // A replay on the same candidate must fit its retry budget (section 14).
     release_replay();
