@@ -99,6 +99,14 @@ sse::EventFacts TurnRun::event_facts(const sse::StreamFacts& stream, const sse::
 RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTally& usage) {
     StreamRelay& r = plan_.stream;
     r.batch.clear();
+    // Forwarded as it is: a view of the read where it can be.
+    const auto forward_as_is = [&r](const sse::Event& event) {
+        if (r.reader.in_input(event.raw)) {
+            r.out.add_view(event.raw);
+        } else {
+            r.out.add_copy(event.raw);
+        }
+    };
     const RelayStep step = [&]() -> RelayStep {
         while (const sse::Event* event = r.reader.next()) {
             const bool counts = sse::event_counts(*event, at_fault);
@@ -136,7 +144,11 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                             r.resume.error_event.assign(event->raw);
                             return close_with(c, K::stream_cut);
                         }
-                    } else if (r.resume.seam) {
+                        // Forwarded as it is, and it ends the client stream.
+                        forward_as_is(*event);
+                        return close_with(c, action.failure);
+                    }
+                    if (r.resume.seam) {
                         // A resume's attempt: nothing before the seam, the
                         // rest under the first stream's ids.
                         const RelayStep step = resume_event(*event);
@@ -144,14 +156,7 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                         if (done) r.saw_done = true;
                         continue;
                     }
-                    // Forwarded as it is: a view of the read where it can be.
-                    if (r.reader.in_input(event->raw)) {
-                        r.out.add_view(event->raw);
-                    } else {
-                        r.out.add_copy(event->raw);
-                    }
-                    if (action.step == sse::EventStep::forward_and_end)
-                        return close_with(policy::classify_error_event(declared, plan_.endpoint), action.failure);
+                    forward_as_is(*event);
                     if (done) r.saw_done = true;
                     track_published(*event);
                     continue;
