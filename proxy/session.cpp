@@ -11,6 +11,7 @@
 #include "transport/whole_request.hpp"
 #include "transport/write_now.hpp"
 
+#include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -110,6 +111,15 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
 // Reads one request, head then body, into slot.parser; a refusal is answered
 // here. Its own coroutine, so that the connection's long-lived frame (run)
 // stays small and this one is recycled by Asio.
+// The bytes a request's declared Content-Length still owes once its head
+// and what the read buffer held are parsed; 0 for a chunked body (the
+// parser reads it, chunk by chunk) and one without a length.
+std::size_t body_left(const RequestParser& parser) {
+    if (parser.chunked() || !parser.is_header_done()) return 0;
+    const auto left = parser.content_length_remaining();
+    return left ? static_cast<std::size_t>(*left) : 0;
+}
+
 // What a failed read of a request head or body tells the client before the
 // connection closes (docs/behaviour.md sections 3 and 9): nothing when the client left or
 // the proxy is stopping, else the refusal naming the fault. One table for
@@ -214,8 +224,25 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
     bool timed_out = false;
     if (!transport::parse_buffered(*parser, buffer, transport::ParseUntil::message, ec)) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
-        auto [read_ec, n] = co_await http::async_read(socket_, buffer, *parser, use_tuple);
-        ec = read_ec;
+        if (const std::size_t left = body_left(*parser); left > 0) {
+            // What a declared length still owes goes from the socket straight
+            // into the body's string, whose room the parser reserved: no
+            // pass through the read buffer and no copy out of it, and each
+            // read takes whatever the socket holds, not 64 KiB. Nothing
+            // past the body is read, so a pipelined request stays in the
+            // socket. The parser is not used again for this request.
+            std::string& body = slot.body;
+            const std::size_t have = body.size();
+            body.resize(have + left);
+            auto [read_ec, n] = co_await asio::async_read(socket_, asio::buffer(body.data() + have, left), use_tuple);
+            body.resize(have + n);
+            // A client that ends its side mid-body sent a cut request, as
+            // Beast says of one it reads itself.
+            ec = read_ec == asio::error::eof ? make_error_code(http::error::partial_message) : read_ec;
+        } else {
+            auto [read_ec, n] = co_await http::async_read(socket_, buffer, *parser, use_tuple);
+            ec = read_ec;
+        }
         timed_out = read_timer.disarm();
     }
     if (ec) {

@@ -322,6 +322,83 @@ TEST_CASE("a body just under max_request_body_bytes is forwarded", "[client-erro
     CHECK(fake.requests()[0].body == body);
 }
 
+TEST_CASE("a large body arriving in pieces is forwarded byte for byte, and a request pipelined behind it is answered",
+          "[client-errors]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config_for(fake));
+    fake.push(Script::json(200, chat_answer("gpt-test", "large")));
+    // A long conversation with `model` at the end, as agents send: routing
+    // needs the whole body, which arrives in several reads.
+    std::string body = R"({"messages":[)";
+    for (int i = 0; i < 3000; ++i) {
+        if (i > 0) body += ',';
+        body += R"({"role":"user","content":"turn )" + std::to_string(i) + std::string(180, 'x') + R"("})";
+    }
+    body += R"(],"model":"gpt-test"})";
+    REQUIRE(body.size() > 512 * 1024);
+    const std::string wire = raw_post("/v1/chat/completions", body, {{"x-request-id", "large-1"}}) +
+                             format_request("GET", "/healthz", {{"Host", "127.0.0.1"}});
+    HttpClient client = proxy->client();
+    const std::size_t head_end = wire.find("\r\n\r\n") + 4;
+    REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(0, head_end + 100)));
+    REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(head_end + 100, 300000)));
+    REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(head_end + 300100)));
+    const Response first = client.read_response(bound);
+    CAPTURE(first.status, first.body);
+    REQUIRE(first.ok());
+    CHECK(first.status == 200);
+    CHECK(first.header("x-modelproxy-request-id") == "large-1");
+    CHECK(first.body == chat_answer("gpt-test", "large"));
+    const Response second = client.read_response(bound);
+    CAPTURE(second.wire);
+    REQUIRE(second.ok());
+    CHECK(second.status == 200);
+    CHECK(second.body == R"({"status":"ok"})");
+    REQUIRE(fake.request_count() == 1);
+    CHECK(fake.requests()[0].body == body);
+}
+
+TEST_CASE("a body that stops arriving gets 408 after idle_timeout_ms and nothing is forwarded", "[client-errors]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config_for(fake, "limits:\n  header_timeout_ms: 200\n  idle_timeout_ms: 200\n"));
+    const std::string body = chat_request("gpt-test") + std::string(4000, ' ');
+    HttpClient client = proxy->client();
+    SECTION("Content-Length announces more than comes") {
+        const std::string wire = raw_post("/v1/chat/completions", body);
+        REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(0, wire.size() - 1000)));
+    }
+    SECTION("chunked, the last chunk never comes") {
+        REQUIRE_FALSE(client.send_raw(format_request(
+            "POST", "/v1/chat/completions",
+            {{"Host", "127.0.0.1"}, {"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}},
+            format_chunk(body))));
+    }
+    check_refusal(client.read_response(bound), 408, "");
+    CHECK(client.is_closed_by_peer(bound));
+    check_nothing_forwarded(fake, *proxy);
+}
+
+TEST_CASE("a client that ends its side mid-body gets 400 and nothing is forwarded", "[client-errors]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config_for(fake));
+    const std::string body = chat_request("gpt-test") + std::string(4000, ' ');
+    HttpClient client = proxy->client();
+    SECTION("Content-Length announces more than comes") {
+        const std::string wire = raw_post("/v1/chat/completions", body);
+        REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(0, wire.size() - 1000)));
+    }
+    SECTION("chunked, the last chunk never comes") {
+        REQUIRE_FALSE(client.send_raw(format_request(
+            "POST", "/v1/chat/completions",
+            {{"Host", "127.0.0.1"}, {"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}},
+            format_chunk(body))));
+    }
+    REQUIRE_FALSE(client.shutdown_write());
+    check_refusal(client.read_response(bound), 400, "");
+    CHECK(client.is_closed_by_peer(bound));
+    check_nothing_forwarded(fake, *proxy);
+}
+
 TEST_CASE("a gzip-encoded request body gets 415", "[client-errors]") {
     FakeProvider fake;
     auto proxy = start_proxy(config_for(fake));
