@@ -99,6 +99,23 @@ void check_nothing_forwarded(FakeProvider& fake, const ProxyProcess& proxy, cons
     CHECK(fake.requests()[0].body == chat_request("gpt-test"));
 }
 
+enum class Framing { length, chunked };
+
+// A valid request's head and only part of its body: 1000 bytes short of
+// its Content-Length, or its chunks without the last one.
+void send_part_of_body(HttpClient& client, Framing framing) {
+    const std::string body = chat_request("gpt-test") + std::string(4000, ' ');
+    if (framing == Framing::length) {
+        const std::string wire = raw_post("/v1/chat/completions", body);
+        REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(0, wire.size() - 1000)));
+        return;
+    }
+    REQUIRE_FALSE(client.send_raw(format_request(
+        "POST", "/v1/chat/completions",
+        {{"Host", "127.0.0.1"}, {"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}},
+        format_chunk(body))));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -361,18 +378,9 @@ TEST_CASE("a large body arriving in pieces is forwarded byte for byte, and a req
 TEST_CASE("a body that stops arriving gets 408 after idle_timeout_ms and nothing is forwarded", "[client-errors]") {
     FakeProvider fake;
     auto proxy = start_proxy(config_for(fake, "limits:\n  header_timeout_ms: 200\n  idle_timeout_ms: 200\n"));
-    const std::string body = chat_request("gpt-test") + std::string(4000, ' ');
     HttpClient client = proxy->client();
-    SECTION("Content-Length announces more than comes") {
-        const std::string wire = raw_post("/v1/chat/completions", body);
-        REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(0, wire.size() - 1000)));
-    }
-    SECTION("chunked, the last chunk never comes") {
-        REQUIRE_FALSE(client.send_raw(format_request(
-            "POST", "/v1/chat/completions",
-            {{"Host", "127.0.0.1"}, {"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}},
-            format_chunk(body))));
-    }
+    SECTION("Content-Length announces more than comes") { send_part_of_body(client, Framing::length); }
+    SECTION("chunked, the last chunk never comes") { send_part_of_body(client, Framing::chunked); }
     check_refusal(client.read_response(bound), 408, "");
     CHECK(client.is_closed_by_peer(bound));
     check_nothing_forwarded(fake, *proxy);
@@ -381,18 +389,9 @@ TEST_CASE("a body that stops arriving gets 408 after idle_timeout_ms and nothing
 TEST_CASE("a client that ends its side mid-body gets 400 and nothing is forwarded", "[client-errors]") {
     FakeProvider fake;
     auto proxy = start_proxy(config_for(fake));
-    const std::string body = chat_request("gpt-test") + std::string(4000, ' ');
     HttpClient client = proxy->client();
-    SECTION("Content-Length announces more than comes") {
-        const std::string wire = raw_post("/v1/chat/completions", body);
-        REQUIRE_FALSE(client.send_raw(std::string_view(wire).substr(0, wire.size() - 1000)));
-    }
-    SECTION("chunked, the last chunk never comes") {
-        REQUIRE_FALSE(client.send_raw(format_request(
-            "POST", "/v1/chat/completions",
-            {{"Host", "127.0.0.1"}, {"Content-Type", "application/json"}, {"Transfer-Encoding", "chunked"}},
-            format_chunk(body))));
-    }
+    SECTION("Content-Length announces more than comes") { send_part_of_body(client, Framing::length); }
+    SECTION("chunked, the last chunk never comes") { send_part_of_body(client, Framing::chunked); }
     REQUIRE_FALSE(client.shutdown_write());
     check_refusal(client.read_response(bound), 400, "");
     CHECK(client.is_closed_by_peer(bound));
