@@ -11,7 +11,6 @@
 #include "transport/whole_request.hpp"
 #include "transport/write_now.hpp"
 
-#include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -228,17 +227,27 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
             // What a declared length still owes goes from the socket straight
             // into the body's string, whose room the parser reserved: no
             // pass through the read buffer and no copy out of it, and each
-            // read takes whatever the socket holds, not 64 KiB. Nothing
-            // past the body is read, so a pipelined request stays in the
-            // socket. The parser is not used again for this request.
+            // read takes whatever the socket holds, not 64 KiB. The string
+            // grows (its bytes touched) at most `ahead` past what arrived,
+            // so a large body announced and never sent holds no memory it
+            // has not earned. Nothing past the body is read, so a pipelined
+            // request stays in the socket. The parser is not used again for
+            // this request.
+            constexpr std::size_t ahead = 256 * 1024;
             std::string& body = slot.body;
-            const std::size_t have = body.size();
-            body.resize(have + left);
-            auto [read_ec, n] = co_await asio::async_read(socket_, asio::buffer(body.data() + have, left), use_tuple);
-            body.resize(have + n);
-            // A client that ends its side mid-body sent a cut request, as
-            // Beast says of one it reads itself.
-            ec = read_ec == asio::error::eof ? make_error_code(http::error::partial_message) : read_ec;
+            const std::size_t end = body.size() + left;
+            std::size_t filled = body.size();
+            while (filled < end) {
+                if (filled == body.size()) body.resize(std::min(end, filled + ahead));
+                auto [read_ec, n] = co_await socket_.async_read_some(
+                    asio::buffer(body.data() + filled, body.size() - filled), use_tuple);
+                filled += n;
+                // A client that ends its side mid-body sent a cut request,
+                // as Beast says of one it reads itself.
+                ec = read_ec == asio::error::eof ? make_error_code(http::error::partial_message) : read_ec;
+                if (ec) break;
+            }
+            body.resize(filled);
         } else {
             auto [read_ec, n] = co_await http::async_read(socket_, buffer, *parser, use_tuple);
             ec = read_ec;

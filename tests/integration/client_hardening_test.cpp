@@ -18,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 #include <thread>
 
 using namespace modelproxy::test;
@@ -151,6 +152,30 @@ TEST_CASE("a stranger's whole 24 MiB upload is answered 401 and not buffered", "
     const std::int64_t peak_after = peak_rss_kib(*proxy);
     CAPTURE(peak_before, peak_after);
     CHECK(peak_after - peak_before < 8 * 1024);
+    CHECK(fake.request_count() == 0);
+}
+
+TEST_CASE("bodies announced large and never sent hold no memory for what did not arrive", "[client-hardening]") {
+    FakeProvider fake;
+    auto proxy = start_proxy(config(
+        fake, "limits: {max_request_body_bytes: 134217728, header_timeout_ms: 300, idle_timeout_ms: 300}\n"));
+    const std::int64_t peak_before = peak_rss_kib(*proxy);
+    REQUIRE(peak_before > 0);
+    // Four admitted requests each announce 100 MiB and send 10 bytes of it.
+    std::vector<HttpClient> clients;
+    for (int i = 0; i < 4; ++i) {
+        clients.push_back(proxy->client());
+        REQUIRE_FALSE(clients.back().send_raw(head("POST /v1/chat/completions HTTP/1.1",
+                                                   {{"Host", "127.0.0.1"},
+                                                    {"Content-Type", "application/json"},
+                                                    {"Content-Length", std::to_string(100u << 20)}}) +
+                                              R"({"model":)"));
+    }
+    // Each waits out idle_timeout_ms for the rest, then gets its 408.
+    for (HttpClient& client : clients) check_refusal(client.read_response(bound), 408, "request_timeout");
+    const std::int64_t peak_after = peak_rss_kib(*proxy);
+    CAPTURE(peak_before, peak_after);
+    CHECK(peak_after - peak_before < 16 * 1024);
     CHECK(fake.request_count() == 0);
 }
 
