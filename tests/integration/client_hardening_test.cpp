@@ -175,7 +175,10 @@ TEST_CASE("bodies announced large and never sent hold no memory for what did not
     for (HttpClient& client : clients) check_refusal(client.read_response(bound), 408, "request_timeout");
     const std::int64_t peak_after = peak_rss_kib(*proxy);
     CAPTURE(peak_before, peak_after);
-    CHECK(peak_after - peak_before < 16 * 1024);
+    // Far below the 400 MiB announced (touched up front, the peak grew by
+    // about 300 MiB). The bound leaves room for a sanitizer's shadow of the
+    // reserved strings, an eighth of their size.
+    CHECK(peak_after - peak_before < 100 * 1024);
     CHECK(fake.request_count() == 0);
 }
 
