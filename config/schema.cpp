@@ -252,7 +252,8 @@ std::vector<KeySpec> build_specs() {
         integer_key("workers", config.workers, worker_count,
                     "event loops; `--workers` overrides it", "one per core"),
         integer_key("limits.max_request_body_bytes", limits.max_request_body_bytes, body_bytes,
-                    "larger request bodies get 413"),
+                    "larger request bodies get 413; a body is held in memory only as far as it has arrived "
+                    "(plus 256 KiB), whatever its `Content-Length` announces"),
         integer_key("limits.max_header_bytes", limits.max_header_bytes, header_bytes,
                     "larger request heads get 431"),
         integer_key("limits.max_response_body_bytes", limits.max_response_body_bytes, body_bytes,
