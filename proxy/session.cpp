@@ -5,6 +5,7 @@
 #include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
+#include "transport/body_read.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/parse_step.hpp"
 #include "transport/read_timer.hpp"
@@ -110,15 +111,6 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
 // Reads one request, head then body, into slot.parser; a refusal is answered
 // here. Its own coroutine, so that the connection's long-lived frame (run)
 // stays small and this one is recycled by Asio.
-// The bytes a request's declared Content-Length still owes once its head
-// and what the read buffer held are parsed; 0 for a chunked body (the
-// parser reads it, chunk by chunk) and one without a length.
-std::size_t body_left(const RequestParser& parser) {
-    if (parser.chunked() || !parser.is_header_done()) return 0;
-    const auto left = parser.content_length_remaining();
-    return left ? static_cast<std::size_t>(*left) : 0;
-}
-
 // What a failed read of a request head or body tells the client before the
 // connection closes (docs/behaviour.md sections 3 and 9): nothing when the client left or
 // the proxy is stopping, else the refusal naming the fault. One table for
@@ -223,31 +215,10 @@ Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtim
     bool timed_out = false;
     if (!transport::parse_buffered(*parser, buffer, transport::ParseUntil::message, ec)) {
         read_timer.arm(std::chrono::milliseconds(std::max(limits.idle_timeout_ms, limits.header_timeout_ms)));
-        if (const std::size_t left = body_left(*parser); left > 0) {
-            // What a declared length still owes goes from the socket straight
-            // into the body's string, whose room the parser reserved: no
-            // pass through the read buffer and no copy out of it, and each
-            // read takes whatever the socket holds, not 64 KiB. The string
-            // grows (its bytes touched) at most `ahead` past what arrived,
-            // so a large body announced and never sent holds no memory it
-            // has not earned. Nothing past the body is read, so a pipelined
-            // request stays in the socket. The parser is not used again for
-            // this request.
-            constexpr std::size_t ahead = 256 * 1024;
-            std::string& body = slot.body;
-            const std::size_t end = body.size() + left;
-            std::size_t filled = body.size();
-            while (filled < end) {
-                if (filled == body.size()) body.resize(std::min(end, filled + ahead));
-                auto [read_ec, n] = co_await socket_.async_read_some(
-                    asio::buffer(body.data() + filled, body.size() - filled), use_tuple);
-                filled += n;
-                // A client that ends its side mid-body sent a cut request,
-                // as Beast says of one it reads itself.
-                ec = read_ec == asio::error::eof ? make_error_code(http::error::partial_message) : read_ec;
-                if (ec) break;
-            }
-            body.resize(filled);
+        if (const std::size_t left = transport::body_left(*parser); left > 0) {
+            // The rest of a declared length goes straight into the body's
+            // string; the parser is not used again for this request.
+            ec = co_await transport::read_body_rest(socket_, slot.body, left);
         } else {
             auto [read_ec, n] = co_await http::async_read(socket_, buffer, *parser, use_tuple);
             ec = read_ec;
