@@ -3,6 +3,7 @@
 // done on a connection once made is upstream.cpp's.
 #include "transport/read_timer.hpp"
 #include "transport/tls_io.hpp"
+#include "transport/tls_sessions.hpp"
 #include "transport/upstream.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -12,6 +13,7 @@
 #include <openssl/x509_vfy.h>
 
 #include <charconv>
+#include <ctime>
 #include <utility>
 
 namespace modelproxy::transport {
@@ -38,6 +40,8 @@ std::variant<TlsContext, std::string> make_tls_context(const config::Tls& tls) {
         ctx->use_private_key_file(tls.key_file, asio::ssl::context::pem, ec);
         if (ec) return "cannot load tls.key_file " + tls.key_file + ": " + ec.message();
     }
+    // Without it every new connection is a full handshake, as before.
+    tls::keep_sessions(ctx->native_handle());
     return TlsContext{std::move(ctx)};
 }
 
@@ -98,6 +102,9 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
         // An IP literal: no SNI (RFC 6066 forbids it); require an IP SAN.
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl.get()), up.host.c_str());
     }
+    // A session an earlier connection to this host and port was given, for
+    // the provider to resume (tls_sessions.hpp).
+    tls::offer_session(ssl.get(), up.host + ":" + std::string(port, p - port), std::time(nullptr));
     // The handshake, bounded by what is left of the connect limit.
     boost::system::error_code hec;
     bool cut = false;

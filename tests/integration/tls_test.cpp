@@ -14,7 +14,9 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 
 using namespace modelproxy::test;
 using namespace std::chrono_literals;
@@ -322,4 +324,116 @@ TEST_CASE("over https, a gzip answer is decoded", "[tls]") {
     CHECK(r.status == 200);
     CHECK(r.body == chat_answer);
     CHECK_FALSE(r.header("content-encoding"));
+}
+
+namespace {
+
+// An answer after which the provider closes its connection: the next turn
+// needs a new one, so a new TLS handshake.
+Script answer_then_close() { return Script::json(200, chat_answer, {{"Connection", "close"}}).close(); }
+
+// `turns` turns one after another on `proxy`'s route, each answered 200.
+void run_turns(const ProxyProcess& proxy, int turns, const std::string& request = chat_request) {
+    for (int i = 0; i < turns; ++i) {
+        const Response r = proxy.client().post_json("/v1/chat/completions", request);
+        CAPTURE(i, r.wire);
+        REQUIRE(r.status == 200);
+        CHECK(r.body.find("\"choices\"") != std::string::npos);
+    }
+}
+
+}  // namespace
+
+// A new connection to a provider resumes the session an earlier connection
+// to it was given: a round trip and the certificate's public-key operations
+// fewer. The provider's own record of each handshake says whether it was.
+TEST_CASE("a new connection to an https upstream resumes the TLS session an earlier one was given", "[tls]") {
+    TestCa ca;
+    const CertFiles client_cert = ca.issue_client("modelproxy-client");
+    const bool with_client_cert = GENERATE(false, true);
+    CAPTURE(with_client_cert);
+    FakeProvider fake = tls_fake(ca.issue_server(), with_client_cert ? ca.cert_file() : std::filesystem::path{});
+    fake.set_default(answer_then_close());
+    const std::string tls = with_client_cert ? "{ca_file: \"" + ca.cert_file().string() + "\", cert_file: \"" +
+                                                   client_cert.cert.string() + "\", key_file: \"" +
+                                                   client_cert.key.string() + "\"}"
+                                             : ca_only(ca.cert_file());
+    ProxyProcess::Options options;
+    options.config_yaml = tls_route(fake.base_url("/v1"), tls);
+    options.args = {"--workers", "1"};
+    ProxyProcess proxy(options);
+    proxy.start();
+
+    run_turns(proxy, 3);
+    REQUIRE(fake.wait_for_requests(3, bound));
+    const auto up = fake.requests();
+    CHECK(fake.connections_accepted() == 3);
+    CHECK_FALSE(up[0].tls_resumed);  // the first connection: a full handshake
+    CHECK(up[1].tls_resumed);
+    CHECK(up[2].tls_resumed);
+    for (const RequestRecord& r : up) {
+        CHECK(r.tls_server_name == "localhost");
+        // A resumed session keeps the identity the full handshake verified.
+        if (with_client_cert) CHECK_THAT(r.client_cert_subject, Contains("CN=modelproxy-client"));
+    }
+}
+
+// Sessions belong to the route whose trust roots and client certificate
+// made them: a route never resumes another route's session, even to the
+// same host and port.
+TEST_CASE("a route does not resume a TLS session another route's connection was given", "[tls]") {
+    TestCa ca;
+    FakeProvider fake = tls_fake(ca.issue_server());
+    fake.set_default(answer_then_close());
+    const std::string yaml = "routes:\n"
+                             "  - name: first\n    upstream: " + fake.base_url("/v1") +
+                             "\n    models: [gpt-4o-mini]\n    tls: " + ca_only(ca.cert_file()) +
+                             "\n  - name: second\n    upstream: " + fake.base_url("/v1") +
+                             "\n    models: [gpt-4o]\n    tls: " + ca_only(ca.cert_file()) + "\n";
+    ProxyProcess::Options options;
+    options.config_yaml = yaml;
+    options.args = {"--workers", "1"};
+    ProxyProcess proxy(options);
+    proxy.start();
+
+    run_turns(proxy, 2);  // route first: a full handshake, then a resumed one
+    const std::string other_model = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
+    fake.set_default(Script::json(200, R"({"id":"c","object":"chat.completion","model":"gpt-4o","choices":[]})",
+                                  {{"Connection", "close"}})
+                         .close());
+    run_turns(proxy, 2, other_model);
+    REQUIRE(fake.wait_for_requests(4, bound));
+    const auto up = fake.requests();
+    CHECK_FALSE(up[0].tls_resumed);
+    CHECK(up[1].tls_resumed);
+    CHECK_FALSE(up[2].tls_resumed);  // route second's first connection
+    CHECK(up[3].tls_resumed);
+}
+
+// A resumed connection is not verified again, so a session must not outlive
+// the certificate that verified it: once the provider's certificate has
+// expired, the next connection makes a full handshake, which refuses it.
+TEST_CASE("a TLS session is not resumed once the certificate that verified it has expired", "[tls]") {
+    TestCa ca;
+    TestCa::Leaf leaf;
+    leaf.valid_for_seconds = 4;  // enough for the proxy to start and make its first turn
+    const auto expires = std::chrono::system_clock::now() + std::chrono::seconds(leaf.valid_for_seconds);
+    FakeProvider fake = tls_fake(ca.issue(leaf));
+    fake.set_default(answer_then_close());
+    ProxyProcess::Options options;
+    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n");
+    options.args = {"--workers", "1"};
+    ProxyProcess proxy(options);
+    proxy.start();
+    run_turns(proxy, 1);
+    REQUIRE(std::chrono::system_clock::now() < expires);  // else the first turn proved nothing
+
+    // Certificate times have a resolution of one second.
+    while (std::chrono::system_clock::now() < expires + 1100ms) std::this_thread::sleep_for(50ms);
+    const Response r = proxy.client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(r.wire);
+    CHECK(r.status == 502);
+    CHECK(r.header("x-modelproxy-error-class") == "network");
+    CHECK(r.header("x-modelproxy-decision") == "terminal");
+    CHECK(fake.request_count() == 1);  // only the first turn's
 }

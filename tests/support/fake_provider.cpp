@@ -128,6 +128,10 @@ void FakeProvider::Impl::start() {
                 ssl_ctx->load_verify_file(options.tls->client_ca_file.string());
                 ssl_ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
             }
+            // Sessions are resumable (OpenSSL's default tickets), also with
+            // client certificates, which need a session id context.
+            static const unsigned char sid_context[] = "modelproxy-fake-provider";
+            SSL_CTX_set_session_id_context(ssl_ctx->native_handle(), sid_context, sizeof sid_context - 1);
         } catch (const std::exception& e) {
             throw std::runtime_error(std::string("FakeProvider: TLS setup failed: ") + e.what());
         }
@@ -282,6 +286,7 @@ std::size_t FakeProvider::Impl::record(Connection<Stream>& c, http::request<http
     if constexpr (is_tls<Stream>) {
         SSL* ssl_handle = c.stream.native_handle();
         if (const char* sni = SSL_get_servername(ssl_handle, TLSEXT_NAMETYPE_host_name)) r.tls_server_name = sni;
+        r.tls_resumed = SSL_session_reused(ssl_handle) == 1;
         if (X509* peer = SSL_get0_peer_certificate(ssl_handle)) {
             char line[512];
             X509_NAME_oneline(X509_get_subject_name(peer), line, sizeof line);

@@ -41,6 +41,7 @@ struct RequestRecord {
     std::chrono::steady_clock::time_point received_at;  // when the whole request was read
     std::string tls_server_name;         // SNI the client sent ("" for plain or none)
     std::string client_cert_subject;     // one-line subject of a verified client cert, or ""
+    bool tls_resumed = false;            // its connection's TLS handshake resumed an earlier session
     // When a step (hang, expect_close, close, or a failed write) saw the
     // client close this request's connection.
     std::optional<std::chrono::steady_clock::time_point> peer_closed_at;

@@ -153,7 +153,7 @@ CertFiles TestCa::issue(const Leaf& leaf) {
         {NID_authority_key_identifier, "keyid:always"},
     };
     if (!leaf.sans.empty()) extensions.push_back({NID_subject_alt_name, join_sans(leaf.sans)});
-    const Validity validity = leaf.expired ? Validity{-2 * 86400, -86400} : Validity{-3600, 7L * 86400};
+    const Validity validity = leaf.expired ? Validity{-2 * 86400, -86400} : Validity{-3600, leaf.valid_for_seconds};
     CertPtr cert = make_cert(leaf.common_name, key.get(), impl_->cert.get(), impl_->key.get(), validity, extensions);
     const std::string stem = "leaf" + std::to_string(++impl_->issued);
     CertFiles out;

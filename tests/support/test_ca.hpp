@@ -27,6 +27,7 @@ public:
         std::vector<std::string> sans = {"DNS:localhost", "IP:127.0.0.1"};
         bool client = false;   // extendedKeyUsage clientAuth instead of serverAuth
         bool expired = false;  // valid from 2 days ago to 1 day ago
+        long valid_for_seconds = 7L * 86400;  // from now, when not expired
     };
 
     // Throws std::runtime_error with OpenSSL's error text on failure.

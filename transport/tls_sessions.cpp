@@ -1,0 +1,129 @@
+#include "transport/tls_sessions.hpp"
+
+#include <openssl/x509.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace modelproxy::transport::tls {
+namespace {
+
+// The sessions kept for one host and port, oldest first, each holding one
+// reference.
+struct Peer {
+    std::vector<SSL_SESSION*> sessions;
+};
+
+// A context's sessions. Peers are never erased: there is one per upstream
+// host and port the route's connections went to.
+struct Shelf {
+    std::mutex mutex;
+    std::unordered_map<std::string, Peer> peers;
+    ~Shelf() {
+        for (auto& [name, peer] : peers)
+            for (SSL_SESSION* s : peer.sessions) SSL_SESSION_free(s);
+    }
+};
+
+// The context's Shelf, freed with the context (its last SSL gone too: each
+// SSL holds a reference to its context).
+void free_shelf(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<Shelf*>(ptr); }
+
+int shelf_index() {
+    static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, free_shelf);
+    return index;
+}
+// A connection's Peer (in its context's Shelf), set by offer_session.
+int peer_index() {
+    static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+    return index;
+}
+
+Shelf* shelf_of(SSL_CTX* context) {
+    const int index = shelf_index();
+    return index < 0 ? nullptr : static_cast<Shelf*>(SSL_CTX_get_ex_data(context, index));
+}
+
+// Takes `session`'s reference; the oldest goes when the peer has its fill.
+void keep(Peer& peer, SSL_SESSION* session) {
+    if (peer.sessions.size() >= sessions_per_peer) {
+        SSL_SESSION_free(peer.sessions.front());
+        peer.sessions.erase(peer.sessions.begin());
+    }
+    peer.sessions.push_back(session);
+}
+
+// Still worth offering at `now`: resumable, within the provider's lifetime
+// for it, and its certificate not expired (resumption does not verify again).
+bool good_at(SSL_SESSION* session, std::time_t now) {
+    if (SSL_SESSION_is_resumable(session) != 1) return false;
+    if (now >= static_cast<std::time_t>(SSL_SESSION_get_time(session)) + SSL_SESSION_get_timeout(session))
+        return false;
+    X509* cert = SSL_SESSION_get0_peer(session);
+    return cert == nullptr || X509_cmp_time(X509_get0_notAfter(cert), &now) > 0;
+}
+
+// OpenSSL's new-session callback: a session this connection was given.
+// Returns 1 when it keeps the reference.
+int on_new_session(SSL* ssl, SSL_SESSION* session) {
+    const int index = peer_index();
+    auto* peer = index < 0 ? nullptr : static_cast<Peer*>(SSL_get_ex_data(ssl, index));
+    Shelf* shelf = shelf_of(SSL_get_SSL_CTX(ssl));
+    if (peer == nullptr || shelf == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
+    std::lock_guard lock(shelf->mutex);
+    keep(*peer, session);
+    return 1;
+}
+
+}  // namespace
+
+bool keep_sessions(SSL_CTX* context) {
+    const int index = shelf_index();
+    if (index < 0 || peer_index() < 0) return false;
+    auto* shelf = new Shelf;
+    if (SSL_CTX_set_ex_data(context, index, shelf) != 1) {
+        delete shelf;
+        return false;
+    }
+    // The client side of OpenSSL's cache calls the callback only; the
+    // internal store is a server's (lookups by session id).
+    SSL_CTX_set_session_cache_mode(context, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(context, on_new_session);
+    return true;
+}
+
+void offer_session(SSL* ssl, std::string_view peer_name, std::time_t now) {
+    Shelf* shelf = shelf_of(SSL_get_SSL_CTX(ssl));
+    if (shelf == nullptr) return;
+    SSL_SESSION* offer = nullptr;
+    SSL_SESSION* spent = nullptr;
+    std::vector<SSL_SESSION*> stale;
+    {
+        std::lock_guard lock(shelf->mutex);
+        Peer& peer = shelf->peers.try_emplace(std::string(peer_name)).first->second;
+        SSL_set_ex_data(ssl, peer_index(), &peer);
+        while (!peer.sessions.empty() && !good_at(peer.sessions.back(), now)) {
+            stale.push_back(peer.sessions.back());
+            peer.sessions.pop_back();
+        }
+        if (!peer.sessions.empty()) {
+            // A copy of its own: the connection that was given the session
+            // may still hold it, on another thread.
+            offer = SSL_SESSION_dup(peer.sessions.back());
+            if (peer.sessions.size() > 1) {
+                spent = peer.sessions.back();
+                peer.sessions.pop_back();
+            }
+        }
+    }
+    for (SSL_SESSION* s : stale) SSL_SESSION_free(s);
+    if (spent != nullptr) SSL_SESSION_free(spent);
+    if (offer != nullptr) {
+        SSL_set_session(ssl, offer);  // takes its own reference
+        SSL_SESSION_free(offer);
+    }
+}
+
+}  // namespace modelproxy::transport::tls
