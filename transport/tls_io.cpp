@@ -1,5 +1,7 @@
 #include "transport/tls_io.hpp"
 
+#include "transport/tls_sessions.hpp"
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/error.hpp>
 
@@ -37,10 +39,11 @@ Step step_of(SSL* ssl, int ret, int saved_errno, boost::system::error_code& ec) 
         }
         default: {
             const unsigned long queued = ERR_peek_error();
-            ec = ERR_GET_REASON(queued) == SSL_R_UNEXPECTED_EOF_WHILE_READING
-                     ? boost::system::error_code(asio::ssl::error::stream_truncated)
-                     : boost::system::error_code(static_cast<int>(queued), asio::error::get_ssl_category());
+            const bool truncated = ERR_GET_REASON(queued) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+            ec = truncated ? boost::system::error_code(asio::ssl::error::stream_truncated)
+                           : boost::system::error_code(static_cast<int>(queued), asio::error::get_ssl_category());
             ERR_clear_error();
+            if (!truncated) forget_session(ssl);  // a protocol failure, with a fatal alert
             return Step::failed;
         }
     }

@@ -2,6 +2,7 @@
 
 #include <openssl/x509.h>
 
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -65,16 +66,26 @@ bool good_at(SSL_SESSION* session, std::time_t now) {
     return cert == nullptr || X509_cmp_time(X509_get0_notAfter(cert), &now) > 0;
 }
 
-// OpenSSL's new-session callback: a session this connection was given.
-// Returns 1 when it keeps the reference.
-int on_new_session(SSL* ssl, SSL_SESSION* session) {
+Peer* peer_of(SSL* ssl) {
     const int index = peer_index();
-    auto* peer = index < 0 ? nullptr : static_cast<Peer*>(SSL_get_ex_data(ssl, index));
+    return index < 0 ? nullptr : static_cast<Peer*>(SSL_get_ex_data(ssl, index));
+}
+
+// OpenSSL's new-session callback: a session this connection was given. A
+// copy is kept, never the connection's own object: OpenSSL marks that one
+// not resumable when the connection ends without close_notify (as the
+// proxy's closes of cut or idle connections do), which is no reason to
+// give up the session, and it would write to it on the connection's thread
+// while another worker reads the shelf.
+int on_new_session(SSL* ssl, SSL_SESSION* session) {
+    Peer* peer = peer_of(ssl);
     Shelf* shelf = shelf_of(SSL_get_SSL_CTX(ssl));
     if (peer == nullptr || shelf == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
+    SSL_SESSION* copy = SSL_SESSION_dup(session);
+    if (copy == nullptr) return 0;
     std::lock_guard lock(shelf->mutex);
-    keep(*peer, session);
-    return 1;
+    keep(*peer, copy);
+    return 0;  // OpenSSL keeps its own reference to `session`
 }
 
 }  // namespace
@@ -98,7 +109,6 @@ void offer_session(SSL* ssl, std::string_view peer_name, std::time_t now) {
     Shelf* shelf = shelf_of(SSL_get_SSL_CTX(ssl));
     if (shelf == nullptr) return;
     SSL_SESSION* offer = nullptr;
-    SSL_SESSION* spent = nullptr;
     std::vector<SSL_SESSION*> stale;
     {
         std::lock_guard lock(shelf->mutex);
@@ -108,22 +118,41 @@ void offer_session(SSL* ssl, std::string_view peer_name, std::time_t now) {
             stale.push_back(peer.sessions.back());
             peer.sessions.pop_back();
         }
-        if (!peer.sessions.empty()) {
-            // A copy of its own: the connection that was given the session
-            // may still hold it, on another thread.
+        if (peer.sessions.size() > 1) {
+            offer = peer.sessions.back();  // its reference moves to `offer`
+            peer.sessions.pop_back();
+        } else if (!peer.sessions.empty()) {
+            // The last one stays: the connection gets a copy of its own.
             offer = SSL_SESSION_dup(peer.sessions.back());
-            if (peer.sessions.size() > 1) {
-                spent = peer.sessions.back();
-                peer.sessions.pop_back();
-            }
         }
     }
     for (SSL_SESSION* s : stale) SSL_SESSION_free(s);
-    if (spent != nullptr) SSL_SESSION_free(spent);
     if (offer != nullptr) {
         SSL_set_session(ssl, offer);  // takes its own reference
         SSL_SESSION_free(offer);
     }
+}
+
+void forget_session(SSL* ssl) {
+    Peer* peer = peer_of(ssl);
+    Shelf* shelf = shelf_of(SSL_get_SSL_CTX(ssl));
+    const SSL_SESSION* own = SSL_get_session(ssl);
+    if (peer == nullptr || shelf == nullptr || own == nullptr) return;
+    unsigned int length = 0;
+    const unsigned char* id = SSL_SESSION_get_id(own, &length);
+    if (length == 0) return;
+    std::vector<SSL_SESSION*> gone;
+    {
+        std::lock_guard lock(shelf->mutex);
+        std::erase_if(peer->sessions, [&](SSL_SESSION* s) {
+            unsigned int n = 0;
+            const unsigned char* other = SSL_SESSION_get_id(s, &n);
+            const bool same = n == length && std::memcmp(other, id, n) == 0;
+            if (same) gone.push_back(s);
+            return same;
+        });
+    }
+    for (SSL_SESSION* s : gone) SSL_SESSION_free(s);
 }
 
 }  // namespace modelproxy::transport::tls

@@ -20,9 +20,10 @@
 //   not verified again, so it must not outlive what verified it.
 //
 // Threading: a context is shared by every worker; its sessions are behind
-// one mutex, taken once per new connection and per ticket received. A
-// connection gets its own copy of the session it offers (SSL_SESSION_dup):
-// no session object is used by two connections' threads.
+// one mutex, taken once per new connection and per session received. The
+// shelf holds copies (SSL_SESSION_dup) of the sessions connections were
+// given, and a connection offers a session no other holds: no session
+// object is used on two threads.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -45,5 +46,9 @@ bool keep_sessions(SSL_CTX* context);
 // still good at `now`, and has the sessions this connection is given kept
 // for `peer`. Does nothing on a context that keeps none.
 void offer_session(SSL* ssl, std::string_view peer, std::time_t now);
+
+// `ssl` failed at the TLS layer (a fatal alert sent or received): its
+// session is not offered again (RFC 5246 section 7.2.2).
+void forget_session(SSL* ssl);
 
 }  // namespace modelproxy::transport::tls

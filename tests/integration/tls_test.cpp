@@ -347,12 +347,20 @@ void run_turns(const ProxyProcess& proxy, int turns, const std::string& request 
 // A new connection to a provider resumes the session an earlier connection
 // to it was given: a round trip and the certificate's public-key operations
 // fewer. The provider's own record of each handshake says whether it was.
+// Over TLS 1.2 a connection is given one session, and the proxy's close of
+// that connection (it never sends close_notify) must not spend it.
 TEST_CASE("a new connection to an https upstream resumes the TLS session an earlier one was given", "[tls]") {
     TestCa ca;
     const CertFiles client_cert = ca.issue_client("modelproxy-client");
+    const CertFiles server = ca.issue_server();
     const bool with_client_cert = GENERATE(false, true);
-    CAPTURE(with_client_cert);
-    FakeProvider fake = tls_fake(ca.issue_server(), with_client_cert ? ca.cert_file() : std::filesystem::path{});
+    const bool tls12 = GENERATE(false, true);
+    CAPTURE(with_client_cert, tls12);
+    FakeProvider fake(FakeProvider::Options{
+        .tls = FakeProvider::Tls{.cert_file = server.cert,
+                                 .key_file = server.key,
+                                 .client_ca_file = with_client_cert ? ca.cert_file() : std::filesystem::path{},
+                                 .tls12_only = tls12}});
     fake.set_default(answer_then_close());
     const std::string tls = with_client_cert ? "{ca_file: \"" + ca.cert_file().string() + "\", cert_file: \"" +
                                                    client_cert.cert.string() + "\", key_file: \"" +
@@ -371,8 +379,10 @@ TEST_CASE("a new connection to an https upstream resumes the TLS session an earl
     CHECK_FALSE(up[0].tls_resumed);  // the first connection: a full handshake
     CHECK(up[1].tls_resumed);
     CHECK(up[2].tls_resumed);
+    // (OpenSSL's server reports a resumed TLS 1.2 connection's SNI from its
+    // session, which it stores only with a servername callback: the first.)
+    CHECK(up[0].tls_server_name == "localhost");
     for (const RequestRecord& r : up) {
-        CHECK(r.tls_server_name == "localhost");
         // A resumed session keeps the identity the full handshake verified.
         if (with_client_cert) CHECK_THAT(r.client_cert_subject, Contains("CN=modelproxy-client"));
     }

@@ -128,6 +128,7 @@ void FakeProvider::Impl::start() {
                 ssl_ctx->load_verify_file(options.tls->client_ca_file.string());
                 ssl_ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
             }
+            if (options.tls->tls12_only) SSL_CTX_set_max_proto_version(ssl_ctx->native_handle(), TLS1_2_VERSION);
             // Sessions are resumable (OpenSSL's default tickets), also with
             // client certificates, which need a session id context.
             static const unsigned char sid_context[] = "modelproxy-fake-provider";

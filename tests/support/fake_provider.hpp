@@ -55,6 +55,8 @@ public:
         std::filesystem::path cert_file;       // server chain PEM
         std::filesystem::path key_file;        // server key PEM
         std::filesystem::path client_ca_file;  // non-empty: require a client cert verified by it
+        bool tls12_only = false;               // at most TLS 1.2 (sessions resumed by session tickets
+                                               // of TLS 1.2's kind, one per full handshake)
     };
     struct Options {
         std::optional<Tls> tls;
