@@ -20,6 +20,7 @@
 #               their figures are per stream): requests/s at 64 connections, the proxy's CPU µs per
 #               request, new upstream connections (TLS handshakes) per 1000 requests
 #               beyond one per client connection (deploy/bench/run)
+#   fullhs_F    full TLS handshakes (not resumed sessions) per 1000 requests, all of them
 #   st_*        the many long streams (N streams at once, 10 events/s each):
 #     st_rss      KiB of proxy RSS per open stream: (RSS with all open - RSS
 #                 just before the client) / N
@@ -144,8 +145,8 @@ END {
     if (has_tls) {
         print "HTTPS upstream (proxy_ssl with keep-alive for nginx), 64 connections:"
         print ""
-        print "| proxy | request | CPU µs / request | x nginx | spread | req/s | MB/s of request body | upstream handshakes / 1000 requests, beyond 1 per client connection |"
-        print "| --- | --- | --- | --- | --- | --- | --- | --- |"
+        print "| proxy | request | CPU µs / request | x nginx | spread | req/s | MB/s of request body | upstream handshakes / 1000 requests, beyond 1 per client connection | full (not resumed) TLS handshakes / 1000 requests |"
+        print "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
         # tsse: a 200-event stream at 16 connections, its figures per stream.
         nforms = split("tls 200k 1m tsse", forms, " ")
         split("75 B chat,200 KB agent,1 MB agent,200-event stream (per stream; 16 conns)", names, ",")
@@ -154,9 +155,10 @@ END {
             t = targets[i]
             for (f = 1; f <= nforms; f++) {
                 r = median(t SUBSEP "rps_" forms[f])
-                printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", t, names[f], med(t, "cpu_req_" forms[f], 1),
+                printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", t, names[f], med(t, "cpu_req_" forms[f], 1),
                     ratio(t, "cpu_req_" forms[f]), spread(t, "cpu_req_" forms[f], 1), fmt(r, 0),
-                    r == "" || sizes[f] == 0 ? "-" : sprintf("%.0f", r * sizes[f] / 1000000), med(t, "hs_" forms[f], 2)
+                    r == "" || sizes[f] == 0 ? "-" : sprintf("%.0f", r * sizes[f] / 1000000), med(t, "hs_" forms[f], 2),
+                    med(t, "fullhs_" forms[f], 2)
             }
         }
         print ""
