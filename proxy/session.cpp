@@ -108,9 +108,6 @@ Task<bool> Session::refuse(ClientError error, bool keep_alive, std::string_view 
     co_return open;
 }
 
-// Reads one request, head then body, into slot.parser; a refusal is answered
-// here. Its own coroutine, so that the connection's long-lived frame (run)
-// stays small and this one is recycled by Asio.
 // What a failed read of a request head or body tells the client before the
 // connection closes (docs/behaviour.md sections 3 and 9): nothing when the client left or
 // the proxy is stopping, else the refusal naming the fault. One table for
@@ -152,6 +149,9 @@ void judge_head(const Runtime& runtime, RequestSlot& slot, const RequestParser* 
     admit_request(runtime, slot.head, fields, head, over_limit, slot.admission, slot.plan);
 }
 
+// Reads one request, head then body, into slot.parser; a refusal is answered
+// here. Its own coroutine, so that the connection's long-lived frame (run)
+// stays small and this one is recycled by Asio.
 Task<Session::ReadOutcome> Session::read_request(RequestSlot& slot, const Runtime& runtime,
                                                  ReadTimer& read_timer) {
     const config::Limits& limits = runtime.config.limits;
