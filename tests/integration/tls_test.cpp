@@ -447,3 +447,36 @@ TEST_CASE("a TLS session is not resumed once the certificate that verified it ha
     CHECK(r.header("x-modelproxy-decision") == "terminal");
     CHECK(fake.request_count() == 1);  // only the first turn's
 }
+
+// TLS 1.2 (RFC 5246 section 7.2.2): a session whose connection failed with a
+// fatal alert is not resumed. The provider's second connection resumes the
+// first's session, then sends a record the proxy cannot decrypt; the third
+// connection must make a full handshake.
+TEST_CASE("a TLS session whose connection failed at the TLS layer is not offered again", "[tls]") {
+    TestCa ca;
+    const CertFiles server = ca.issue_server();
+    FakeProvider fake(FakeProvider::Options{
+        .tls = FakeProvider::Tls{.cert_file = server.cert, .key_file = server.key, .tls12_only = true}});
+    // An application-data record of TLS 1.2 whose 32 bytes are no encryption.
+    const std::string bad_record = std::string("\x17\x03\x03\x00\x20", 5) + std::string(32, 'x');
+    fake.push(answer_then_close());
+    fake.push(Script().write_raw(bad_record).expect_close(bound));
+    fake.push(answer_then_close());
+    ProxyProcess::Options options;
+    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n");
+    options.args = {"--workers", "1"};
+    ProxyProcess proxy(options);
+    proxy.start();
+
+    run_turns(proxy, 1);
+    const Response failed = proxy.client().post_json("/v1/chat/completions", chat_request);
+    CAPTURE(failed.wire);
+    CHECK(failed.status == 502);
+    CHECK(failed.header("x-modelproxy-error-class") == "network");
+    run_turns(proxy, 1);
+    REQUIRE(fake.wait_for_requests(3, bound));
+    const auto up = fake.requests();
+    CHECK_FALSE(up[0].tls_resumed);
+    CHECK(up[1].tls_resumed);        // the session of the first connection
+    CHECK_FALSE(up[2].tls_resumed);  // that session failed on the second: a full handshake
+}

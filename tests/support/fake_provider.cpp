@@ -345,6 +345,14 @@ net::awaitable<bool> FakeProvider::Impl::run_script(std::shared_ptr<Connection<S
             }
             break;
         }
+        case Step::Kind::write_raw: {
+            auto [ec, n] = co_await net::async_write(c->socket(), net::buffer(step.bytes), use_tuple);
+            if (ec) {
+                if (!stopping) mark_peer_closed(index);
+                co_return false;
+            }
+            break;
+        }
         case Step::Kind::sleep: {
             net::steady_timer timer(*ioc, step.duration);
             co_await timer.async_wait(use_tuple);

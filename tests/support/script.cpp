@@ -29,6 +29,11 @@ Script& Script::close() {
     return *this;
 }
 
+Script& Script::write_raw(std::string bytes) {
+    steps_.push_back({Step::Kind::write_raw, std::move(bytes), {}});
+    return *this;
+}
+
 Script& Script::reset() {
     steps_.push_back({Step::Kind::reset, {}, {}});
     return *this;

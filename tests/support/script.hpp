@@ -19,6 +19,7 @@ namespace modelproxy::test {
 struct Step {
     enum class Kind {
         write,         // the bytes, as one write call
+        write_raw,     // the bytes straight onto the TCP socket, beneath TLS (as write on plain HTTP)
         sleep,         // pause for `duration`
         close,         // clean close: TLS close_notify, FIN, drain until the peer closes (bounded)
         reset,         // SO_LINGER 0 then close: the peer sees a connection reset
@@ -54,6 +55,9 @@ public:
 
     // Steps, in order. Each returns *this for chaining.
     Script& write(std::string bytes);
+    // Beneath TLS: bytes the client's TLS layer reads as a record, e.g. one
+    // it cannot decrypt (a protocol failure, with a fatal alert).
+    Script& write_raw(std::string bytes);
     Script& sleep(std::chrono::milliseconds duration);
     Script& chunk(std::string_view data);  // write(format_chunk(data))
     Script& last_chunk();                  // write("0\r\n\r\n")
