@@ -138,17 +138,17 @@ RelayStep TurnRun::relay_events(bool at_fault, Failed& failed, metrics::UsageTal
                         // publication is held back while a resume may
                         // continue the stream.
                         if (catching_up()) return abandon_resume(metrics::ResumeResult::broken);
-                        if (r.resume.track && !r.resume.spent &&
+                        if (r.resume && r.resume->track && !r.resume->spent &&
                             (c.cls == policy::ErrorClass::server || c.cls == policy::ErrorClass::timeout)) {
-                            r.resume.resumable = true;
-                            r.resume.error_event.assign(event->raw);
+                            r.resume->resumable = true;
+                            r.resume->error_event.assign(event->raw);
                             return close_with(c, K::stream_cut);
                         }
                         // Forwarded as it is, and it ends the client stream.
                         forward_as_is(*event);
                         return close_with(c, action.failure);
                     }
-                    if (r.resume.seam) {
+                    if (r.resume && r.resume->seam) {
                         // A resume's attempt: nothing before the seam, the
                         // rest under the first stream's ids.
                         const RelayStep step = resume_event(*event);
@@ -225,7 +225,7 @@ RelayStep TurnRun::relay_end(Fault fault, bool done, bool capped, Failed& failed
     // A stream cut after publication, or ended early before it. A resume
     // (section 16) may continue a cut, not one max_stream_ms ended.
     if (action.step == sse::EndStep::close) {
-        r.resume.resumable = action.failure == K::stream_cut && !capped;
+        if (r.resume) r.resume->resumable = action.failure == K::stream_cut && !capped;
         return close_with(action.classification, action.failure);
     }
     failed = failure(action.failure, action.classification);

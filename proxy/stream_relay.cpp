@@ -74,8 +74,10 @@ void StreamRelay::start(bool stream_rules, sse::Reader::Limits limits, const sse
     saw_done = saw_end = saw_finish = saw_event = false;
     error_event.reset();
     last_sequence.reset();
-    resume.resumable = false;
-    resume.error_event.clear();
+    if (resume) {
+        resume->resumable = false;
+        resume->error_event.clear();
+    }
     started = std::chrono::steady_clock::now();
     identity = nullptr;
     if (identity_rule) {
@@ -90,7 +92,7 @@ void StreamRelay::start(bool stream_rules, sse::Reader::Limits limits, const sse
 }
 
 void StreamRelay::clear() {
-    resume.clear();
+    if (resume) resume->clear();
     held.clear();
     out.clear();
     piece = {};
@@ -221,12 +223,12 @@ Task<TurnRun::AttemptEnd> TurnRun::stream_attempt(Attempt& a, Failed& failed) {
                 // out as section 7 says.
                 if (catching_up()) {
                     abandon_resume(metrics::ResumeResult::broken);
-                } else if (relay.resume.resumable && resume_break(failed)) {
+                } else if (relay.resume && relay.resume->resumable && resume_break(failed)) {
                     // This read's events before the break go out first.
                     if (!relay.out.empty() && !co_await write_out()) co_return AttemptEnd{true, false};
                     co_return AttemptEnd{};
-                } else if (!relay.resume.error_event.empty()) {
-                    relay.out.add_copy(relay.resume.error_event);
+                } else if (relay.resume && !relay.resume->error_event.empty()) {
+                    relay.out.add_copy(relay.resume->error_event);
                     relay.close.failure = policy::FailureKind::upstream_error_event;
                 }
                 co_return co_await close_published();

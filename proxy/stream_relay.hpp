@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -107,6 +108,7 @@ struct StreamRelay {
     // client has, read from each published line while the turn may still
     // continue its stream, and a resume attempt's seam search. Kept across
     // the attempts of a turn; emptied when a turn's first stream starts.
+    // Held out of line (`resume` below): only a route that resumes needs it.
     struct Resume {
         bool track = false;     // published lines are read into `published`
         bool spent = false;     // past max_offset, or a line it could not read: no resume
@@ -127,7 +129,13 @@ struct StreamRelay {
             published.clear();
             seam.reset();
         }
-    } resume;
+    };
+    // Made by TurnRun::start_resume at the first stream attempt on a route
+    // with resume enabled, then kept, like the buffers, as the request slot
+    // is reused; null until then, which reads as a Resume with every flag
+    // false and nothing held: an open stream on a route without resume
+    // carries only this pointer.
+    std::unique_ptr<Resume> resume;
 
     // A fresh attempt: buffers emptied (capacity kept), flags reset, the
     // reader under `limits`, the identity check under `identity_rule` (when

@@ -28,7 +28,12 @@ bool resumable_endpoint(policy::Endpoint e) {
 // At a stream's start: whether its published lines are read (a turn's first
 // stream), or, for a resume's attempt, its seam search against them.
 void TurnRun::start_resume(StreamRelay& relay) {
-    StreamRelay::Resume& s = relay.resume;
+    const config::Resume& rc = route_->resume;
+    if (!relay.resume) {
+        if (!rc.enabled) return;  // nothing to read or search: no state (StreamRelay::resume)
+        relay.resume = std::make_unique<StreamRelay::Resume>();
+    }
+    StreamRelay::Resume& s = *relay.resume;
     if (resume_attempt_) {
         // The published answer stays: this attempt must reproduce it.
         s.seam.emplace(s.published);
@@ -36,7 +41,6 @@ void TurnRun::start_resume(StreamRelay& relay) {
         return;
     }
     s.clear();
-    const config::Resume& rc = route_->resume;
     s.track = rc.enabled && relay.rules && resumable_endpoint(plan_.endpoint) && plan_.one_choice &&
               (!rc.only_deterministic || plan_.deterministic);
 }
@@ -44,7 +48,8 @@ void TurnRun::start_resume(StreamRelay& relay) {
 // An event the client gets (held, then published, or forwarded), read into
 // the answer it has while a resume may still follow.
 void TurnRun::track_published(const sse::Event& event) {
-    StreamRelay::Resume& s = plan_.stream.resume;
+    if (!plan_.stream.resume) return;
+    StreamRelay::Resume& s = *plan_.stream.resume;
     if (!s.track || s.spent) return;
     sse::ResumeReader& reader = worker_.resume_reader();
     for (const std::string_view data : event.data) {
@@ -64,7 +69,7 @@ void TurnRun::track_published(const sse::Event& event) {
 // contradicts the published answer abandons the resume.
 RelayStep TurnRun::resume_event(const sse::Event& event) {
     StreamRelay& r = plan_.stream;
-    StreamRelay::Resume& s = r.resume;
+    StreamRelay::Resume& s = *r.resume;  // made: a seam or a resumable break needs it
     sse::ResumeReader& reader = worker_.resume_reader();
     s.event.clear();
     bool any = false;
@@ -108,7 +113,7 @@ RelayStep TurnRun::resume_event(const sse::Event& event) {
 // candidate, `failed` is the cut the turn ends on if the resume cannot go).
 bool TurnRun::resume_break(Failed& failed) {
     StreamRelay& r = plan_.stream;
-    StreamRelay::Resume& s = r.resume;
+    StreamRelay::Resume& s = *r.resume;  // made: a seam or a resumable break needs it
     s.resumable = false;
     const config::Resume& rc = route_->resume;
     if (!rc.enabled) return false;
@@ -162,7 +167,7 @@ bool TurnRun::resume_break(Failed& failed) {
 // A resume's attempt ended before its seam (diverged, or broken): the
 // client's stream ends as the cut it tried to continue would have.
 RelayStep TurnRun::abandon_resume(ResumeResult result) {
-    StreamRelay::Resume& s = plan_.stream.resume;
+    StreamRelay::Resume& s = *plan_.stream.resume;  // made: only a resume's attempt is abandoned
     count_resume(result);
     s.seam.reset();
     s.spent = true;  // never a second try from a stream that did not reach its seam
@@ -178,7 +183,7 @@ Task<bool> TurnRun::resume_failed(Failed& failed) {
     record_attempt(failed.record_status(), &failed.classification, failed.code(), "terminal", 0);
     if (failed.attempt.exchange && failed.attempt.exchange->reusable()) give_back(failed.attempt);
     count_resume(ResumeResult::broken);
-    plan_.stream.resume.seam.reset();
+    if (plan_.stream.resume) plan_.stream.resume->seam.reset();
     Failed cut = failure(K::stream_cut, resume_cut_);
     co_return co_await end_turn(cut, policy::Decision{policy::Verdict::terminal, policy::Bound::none, 0, "resume"},
                                 true);

@@ -313,7 +313,7 @@ private:
     Task<bool> resume_failed(Failed& failed);
     void admit_resume(Clock::time_point now);
     void count_resume(metrics::ResumeResult result);
-    bool catching_up() const { return plan_.stream.resume.seam && !plan_.stream.resume.reached; }
+    bool catching_up() const { const auto* s = plan_.stream.resume.get(); return s && s->seam && !s->reached; }
 
     // turn_write.cpp: the client writes.
     // Up to seven pieces in one write: each client write is one syscall, and
