@@ -80,6 +80,7 @@ public:
     // run() with the hold ticker beside it: stream turns only (run_turn).
     Task<bool> run_with_ticker();
     Task<void> hold_ticker();
+    Task<void> hold_head(Timer& timer);  // hold_ticker's head and keep-alives (hold_ticker.cpp)
     bool ended() const { return phase_ == Phase::ended; }
     // The drain limit cut the turn (docs/behaviour.md section 11).
     Task<void> end_at_drain_limit();
