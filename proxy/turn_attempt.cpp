@@ -147,27 +147,34 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
                     co_return AttemptEnd{true, written && keep_alive()};
                 }
             } else {
-                auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
-                // docs/behaviour.md section 8: an answer that echoes an
-                // upstream key, in its head or its body, keeps its status (and
-                // its classification) but is never passed on.
-                const bool key_echoed = head_carries_key(ex) ||
-                                        (plan_.runtime->secrets && plan_.runtime->secrets->key_in_body(body));
-                failed = failure(key_echoed ? K::key_echoed : K::upstream_answer,
-                                 policy::classify_http(status, error, plan_.endpoint));
-                failed.status = status;
-                failed.error = std::move(error);
-                const auto now_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::system_clock::now().time_since_epoch())
-                                          .count();
-                failed.retry_after_ms =
-                    policy::retry_after_ms(ex.fields().retry_after_ms, ex.fields().retry_after, now_unix);
-                failed.body = std::move(body);
-                failed.attempt = std::move(a);
+                answer_failure(a, status, body, failed);
             }
         }
     }
     co_return AttemptEnd{};
+}
+
+// A non-2xx answer, read whole into `body`: the failure it is, holding the
+// answer to pass on (and `a`'s connection with it). A plain function, so
+// that its locals stay off try_attempt's frame, which lives as long as a
+// stream does.
+void TurnRun::answer_failure(Attempt& a, int status, std::string& body, Failed& failed) {
+    const transport::Exchange& ex = *a.exchange;
+    auto error = sse::parse_error_body(body).value_or(policy::ProviderError{});
+    // docs/behaviour.md section 8: an answer that echoes an upstream key, in
+    // its head or its body, keeps its status (and its classification) but is
+    // never passed on.
+    const bool key_echoed =
+        head_carries_key(ex) || (plan_.runtime->secrets && plan_.runtime->secrets->key_in_body(body));
+    failed = failure(key_echoed ? K::key_echoed : K::upstream_answer,
+                     policy::classify_http(status, error, plan_.endpoint));
+    failed.status = status;
+    failed.error = std::move(error);
+    const auto now_unix =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    failed.retry_after_ms = policy::retry_after_ms(ex.fields().retry_after_ms, ex.fields().retry_after, now_unix);
+    failed.body = std::move(body);
+    failed.attempt = std::move(a);
 }
 
 TurnRun::Failed TurnRun::failure(K kind) {

@@ -247,6 +247,8 @@ private:
 
     // turn_attempt.cpp: one attempt, sent and read.
     Task<AttemptEnd> try_attempt(Attempt& a, Failed& failed);
+    // Its non-2xx answer read whole, as `failed`: a plain function, its locals off try_attempt's frame.
+    void answer_failure(Attempt& a, int status, std::string& body, Failed& failed);
     Failed transport_failure(transport::Fault fault);
     // True when the body is refused; `failed` then says why.
     bool check_body(transport::Exchange& ex, const std::string& body, Failed& failed);
