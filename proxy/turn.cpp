@@ -32,8 +32,9 @@ Task<bool> TurnRun::run() {
     if (gates_on()) {
         if (auto ended = co_await pass_gates(nullptr)) co_return *ended;
     }
-    // Made for the first wait only (see write_gate_): most turns never wait.
-    std::optional<Timer> wait_timer;
+    // Made for the first wait only (see write_gate_): most turns never wait,
+    // and a stream's whole run keeps this frame.
+    std::unique_ptr<Timer> wait_timer;
     for (;;) {
         const int attempt = replays_.start_attempt();
         ++order_[cur_].attempts;
@@ -105,7 +106,7 @@ Task<bool> TurnRun::run() {
             continue;
         }
         // Wait, then check again before the send: the wait may have overrun.
-        if (!wait_timer) wait_timer.emplace(client_.get_executor());
+        if (!wait_timer) wait_timer = std::make_unique<Timer>(client_.get_executor());
         wait_timer->expires_after(std::chrono::milliseconds(decision.wait_ms));
         co_await wait_timer->async_wait(use_tuple);
         if (watch_cut()) co_return false;

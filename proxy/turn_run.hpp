@@ -446,9 +446,9 @@ private:
     int attempt_status_ = 0;    // the running attempt's upstream status, once its head is read
     int client_status_ = 0;     // the status of the head the client got, once one went out
     std::string_view head_pending_;  // a published head not yet written (plan_.head_text)
-    // Made on the first write that has to wait: constructing an Asio timer
-    // looks its service up under a mutex, and most turns never wait here.
-    std::optional<Timer> write_gate_;
+    // Made on the first write that has to wait (constructing an Asio timer looks its service up under a
+    // mutex), out of line: most turns never wait here, and hold a pointer rather than a timer.
+    std::unique_ptr<Timer> write_gate_;
     std::optional<Clock::time_point> first_byte_at_;
     // The candidates (turn_candidates.cpp).
     boost::container::small_vector<TurnCandidate, 4> order_;

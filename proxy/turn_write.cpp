@@ -34,7 +34,7 @@ template <std::size_t N>
 Task<bool> TurnRun::finish_write(std::array<asio::const_buffer, N> buffers, std::size_t taken) {
     if (taken == not_started) {
         while (writing_) {
-            if (!write_gate_) write_gate_.emplace(client_.get_executor());
+            if (!write_gate_) write_gate_ = std::make_unique<Timer>(client_.get_executor());
             write_gate_->expires_at(Timer::time_point::max());
             co_await write_gate_->async_wait(use_tuple);
             if (co_await cut()) co_return false;
