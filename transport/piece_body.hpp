@@ -24,24 +24,38 @@
 
 namespace modelproxy::transport {
 
-// Where a read's body pieces are joined when there are several: its memory
-// is taken when a read first needs it (most answers never do) and kept
-// from then on (a pooled connection serves many answers). An upstream
-// connection holds one (upstream.hpp).
+// Where a read's body pieces are joined when there are several. Its memory
+// is taken when a read first needs it (most answers never do), as much as
+// the joined pieces need (at least 1 KiB), doubled when they need more, at
+// most `limit` bytes, and kept from then on (a pooled connection serves
+// many answers). A stream whose events are joined now and then (a read that
+// caught two) so holds about their size, not a 64 KiB block whose touched
+// pages stay resident as long as the stream. An upstream connection holds
+// one (upstream.hpp).
 class SpillBuffer {
 public:
-    explicit SpillBuffer(std::size_t capacity = 65536) : capacity_(capacity) {}
-    std::size_t capacity() const { return capacity_; }
-    // The memory, made on the first call.
-    char* data() {
-        if (!data_) data_ = std::make_unique_for_overwrite<char[]>(capacity_);
-        return data_.get();
-    }
+    explicit SpillBuffer(std::size_t limit = 65536) : limit_(limit) {}
+    std::size_t limit() const { return limit_; }
+    std::size_t capacity() const { return capacity_; }  // of the memory made so far
     // The memory if it was made, else null: no allocation.
     const char* made() const { return data_.get(); }
+    // Memory for `size` bytes (at most limit()) whose first `keep` bytes are
+    // those held so far: copied over when it grows.
+    char* hold(std::size_t size, std::size_t keep) {
+        if (size > capacity_) {
+            const std::size_t grown = std::min(limit_, std::max({size, capacity_ * 2, min_bytes}));
+            auto bigger = std::make_unique_for_overwrite<char[]>(grown);
+            if (keep != 0) std::memcpy(bigger.get(), data_.get(), keep);
+            data_ = std::move(bigger);
+            capacity_ = grown;
+        }
+        return data_.get();
+    }
 
 private:
-    std::size_t capacity_;
+    static constexpr std::size_t min_bytes = 1024;
+    std::size_t limit_;
+    std::size_t capacity_ = 0;
     std::unique_ptr<char[]> data_;
 };
 
@@ -68,23 +82,23 @@ struct BodyPiece {
             piece = given;
             return given.size();
         }
-        const std::size_t capacity = spill->capacity();
+        const std::size_t limit = spill->limit();
         if (!in_spill()) {
-            if (piece.size() > capacity) {  // cannot join: take this one next read
+            if (piece.size() > limit) {  // cannot join: take this one next read
                 ec = boost::beast::http::error::need_buffer;
                 return 0;
             }
-            char* joined = spill->data();
+            char* joined = spill->hold(std::min(limit, piece.size() + given.size()), 0);
             std::memcpy(joined, piece.data(), piece.size());
             piece = {joined, piece.size()};
         }
-        const std::size_t room = capacity - piece.size();
+        const std::size_t room = limit - piece.size();
         if (room == 0) {
             ec = boost::beast::http::error::need_buffer;
             return 0;
         }
         const std::size_t n = std::min(room, given.size());
-        char* joined = spill->data();
+        char* joined = spill->hold(piece.size() + n, piece.size());
         std::memcpy(joined + piece.size(), given.data(), n);
         piece = {joined, piece.size() + n};
         return n;

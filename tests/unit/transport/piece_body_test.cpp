@@ -84,7 +84,7 @@ TEST_CASE("one chunk in a read is a view, several are joined in order", "[transp
         const std::string_view piece = a.next(gave);
         CHECK(gave);
         CHECK(piece == "hello world");
-        CHECK(piece.data() == a.spill.data());
+        CHECK(piece.data() == a.spill.made());
         CHECK(a.parser.is_done());
     }
 }
@@ -106,7 +106,7 @@ TEST_CASE("a full spill stops the read, the rest comes with the next", "[transpo
         bool gave = false;
         const std::string_view piece = a.next(gave);
         REQUIRE(gave);
-        CHECK(piece.size() <= a.spill.capacity());
+        CHECK(piece.size() <= a.spill.limit());
         got.append(piece);
         REQUIRE(++reads < 10);
     }
@@ -177,4 +177,42 @@ TEST_CASE("an answer's head with no reason phrase has an empty reason", "[transp
     CHECK(a.parser.head().result_int() == 200);
     CHECK(a.parser.head().reason().empty());
     CHECK_FALSE(a.parser.keep_alive());
+}
+
+TEST_CASE("the spill holds what the joined pieces need and grows, keeping what it joined", "[transport][piece_body]") {
+    // Chunks of 300 bytes in one read: joined into memory of 1 KiB at first,
+    // grown (the bytes joined so far kept) up to the 4 KiB limit, the rest
+    // the next read.
+    std::string wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    std::string body;
+    for (int i = 0; i < 20; ++i) {
+        const std::string chunk(300, static_cast<char>('a' + i));
+        wire += "12c\r\n" + chunk + "\r\n";
+        body += chunk;
+    }
+    wire += "0\r\n\r\n";
+    Answer a(wire);
+    modelproxy::transport::SpillBuffer spill{4096};
+    std::string got;
+    std::vector<std::size_t> pieces;
+    while (!a.parser.is_done()) {
+        a.parser.body().start(spill);
+        boost::system::error_code ec;
+        REQUIRE(put_buffered(a.parser, a.buffer, ec));
+        REQUIRE(!ec);
+        got.append(a.parser.body().piece);
+        pieces.push_back(a.parser.body().piece.size());
+        REQUIRE(pieces.size() < 10);
+    }
+    CHECK(got == body);
+    CHECK(pieces.front() == 4096);  // the limit, reached by growing
+    CHECK(spill.capacity() == 4096);
+    // Two small pieces take the least it makes, 1 KiB.
+    modelproxy::transport::SpillBuffer small{65536};
+    Answer b("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+    b.parser.body().start(small);
+    boost::system::error_code ec;
+    REQUIRE(put_buffered(b.parser, b.buffer, ec));
+    CHECK(b.parser.body().piece == "hello world");
+    CHECK(small.capacity() == 1024);
 }
