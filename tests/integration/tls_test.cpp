@@ -366,13 +366,9 @@ TEST_CASE("a new connection to an https upstream resumes the TLS session an earl
                                                    client_cert.cert.string() + "\", key_file: \"" +
                                                    client_cert.key.string() + "\"}"
                                              : ca_only(ca.cert_file());
-    ProxyProcess::Options options;
-    options.config_yaml = tls_route(fake.base_url("/v1"), tls);
-    options.args = {"--workers", "1"};
-    ProxyProcess proxy(options);
-    proxy.start();
+    const auto proxy = start_proxy(tls_route(fake.base_url("/v1"), tls), {}, {"--workers", "1"});
 
-    run_turns(proxy, 3);
+    run_turns(*proxy, 3);
     REQUIRE(fake.wait_for_requests(3, bound));
     const auto up = fake.requests();
     CHECK(fake.connections_accepted() == 3);
@@ -400,18 +396,14 @@ TEST_CASE("a route does not resume a TLS session another route's connection was 
                              "\n    models: [gpt-4o-mini]\n    tls: " + ca_only(ca.cert_file()) +
                              "\n  - name: second\n    upstream: " + fake.base_url("/v1") +
                              "\n    models: [gpt-4o]\n    tls: " + ca_only(ca.cert_file()) + "\n";
-    ProxyProcess::Options options;
-    options.config_yaml = yaml;
-    options.args = {"--workers", "1"};
-    ProxyProcess proxy(options);
-    proxy.start();
+    const auto proxy = start_proxy(yaml, {}, {"--workers", "1"});
 
-    run_turns(proxy, 2);  // route first: a full handshake, then a resumed one
+    run_turns(*proxy, 2);  // route first: a full handshake, then a resumed one
     const std::string other_model = R"({"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]})";
     fake.set_default(Script::json(200, R"({"id":"c","object":"chat.completion","model":"gpt-4o","choices":[]})",
                                   {{"Connection", "close"}})
                          .close());
-    run_turns(proxy, 2, other_model);
+    run_turns(*proxy, 2, other_model);
     REQUIRE(fake.wait_for_requests(4, bound));
     const auto up = fake.requests();
     CHECK_FALSE(up[0].tls_resumed);
@@ -430,17 +422,15 @@ TEST_CASE("a TLS session is not resumed once the certificate that verified it ha
     const auto expires = std::chrono::system_clock::now() + std::chrono::seconds(leaf.valid_for_seconds);
     FakeProvider fake = tls_fake(ca.issue(leaf));
     fake.set_default(answer_then_close());
-    ProxyProcess::Options options;
-    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n");
-    options.args = {"--workers", "1"};
-    ProxyProcess proxy(options);
-    proxy.start();
-    run_turns(proxy, 1);
+    const auto proxy = start_proxy(
+        tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n"), {},
+        {"--workers", "1"});
+    run_turns(*proxy, 1);
     REQUIRE(std::chrono::system_clock::now() < expires);  // else the first turn proved nothing
 
     // Certificate times have a resolution of one second.
     while (std::chrono::system_clock::now() < expires + 1100ms) std::this_thread::sleep_for(50ms);
-    const Response r = proxy.client().post_json("/v1/chat/completions", chat_request);
+    const Response r = proxy->client().post_json("/v1/chat/completions", chat_request);
     CAPTURE(r.wire);
     CHECK(r.status == 502);
     CHECK(r.header("x-modelproxy-error-class") == "network");
@@ -462,18 +452,16 @@ TEST_CASE("a TLS session whose connection failed at the TLS layer is not offered
     fake.push(answer_then_close());
     fake.push(Script().write_raw(bad_record).expect_close(bound));
     fake.push(answer_then_close());
-    ProxyProcess::Options options;
-    options.config_yaml = tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n");
-    options.args = {"--workers", "1"};
-    ProxyProcess proxy(options);
-    proxy.start();
+    const auto proxy = start_proxy(
+        tls_route(fake.base_url("/v1"), ca_only(ca.cert_file()), "    retry: {max_attempts: 1}\n"), {},
+        {"--workers", "1"});
 
-    run_turns(proxy, 1);
-    const Response failed = proxy.client().post_json("/v1/chat/completions", chat_request);
+    run_turns(*proxy, 1);
+    const Response failed = proxy->client().post_json("/v1/chat/completions", chat_request);
     CAPTURE(failed.wire);
     CHECK(failed.status == 502);
     CHECK(failed.header("x-modelproxy-error-class") == "network");
-    run_turns(proxy, 1);
+    run_turns(*proxy, 1);
     REQUIRE(fake.wait_for_requests(3, bound));
     const auto up = fake.requests();
     CHECK_FALSE(up[0].tls_resumed);
