@@ -150,6 +150,7 @@ Snapshot Registry::snapshot() const {
             load(c.refusals, values.refusals);
             load(c.tokens, values.tokens);
             load(c.resumes, values.resumes);
+            load(c.connects, values.connects);
             values.retry_wait_ms += c.retry_wait_ms.load(relaxed);
             load(c.turn_duration, values.turn_duration);
             load(c.attempt_duration, values.attempt_duration);
@@ -320,6 +321,15 @@ std::string render(const Snapshot& s) {
              "Time from the request to the first answer byte published (the turn records' ttft_ms).");
     routed([&](const RouteValues& r) {
         t.histogram("modelproxy_time_to_first_token_seconds", r.route, r.time_to_first_token);
+    });
+
+    t.family("modelproxy_upstream_connects_total", "counter",
+             "New upstream connections made by the route's attempts, by TLS handshake: none (plain HTTP), full, "
+             "or resumed (a session an earlier connection was given).");
+    routed([&](const RouteValues& r) {
+        for (std::size_t i = 0; i < connect_kinds.size(); ++i)
+            t.sample("modelproxy_upstream_connects_total", {{"route", r.route}, {"tls", connect_kinds[i]}},
+                     std::to_string(r.connects[i]));
     });
 
     t.family("modelproxy_upstream_connections", "gauge",

@@ -55,6 +55,11 @@ inline constexpr std::array<std::string_view, 2> token_kinds = {"input", "output
 enum class ResumeResult : std::uint8_t { continued, diverged, broken, skipped };
 inline constexpr std::array<std::string_view, 4> resume_results = {"continued", "diverged", "broken", "skipped"};
 
+// modelproxy_upstream_connects_total's `tls`: a new upstream connection over
+// plain HTTP, or its TLS handshake full or resuming an earlier session.
+inline constexpr std::array<std::string_view, 3> connect_kinds = {"none", "full", "resumed"};
+inline constexpr std::size_t connect_kind(bool plain, bool resumed) { return plain ? 0 : resumed ? 2 : 1; }
+
 // Histogram upper bounds in milliseconds (the records' unit, so a histogram
 // holds exactly the records' values) and as the `le` label in seconds: from
 // 5 ms (a local refusal) to 300 s (the default turn deadline), with room for
@@ -92,6 +97,7 @@ struct alignas(64) RouteCounters {
     std::array<Counter, refusal_codes.size()> refusals{};
     std::array<Counter, token_kinds.size()> tokens{};
     std::array<Counter, resume_results.size()> resumes{};
+    std::array<Counter, connect_kinds.size()> connects{};
     Counter retry_wait_ms{0};
     Histogram turn_duration;
     Histogram attempt_duration;
@@ -180,6 +186,7 @@ struct RouteValues {
     std::array<std::uint64_t, refusal_codes.size()> refusals{};
     std::array<std::uint64_t, token_kinds.size()> tokens{};
     std::array<std::uint64_t, resume_results.size()> resumes{};
+    std::array<std::uint64_t, connect_kinds.size()> connects{};
     std::uint64_t retry_wait_ms = 0;
     HistogramValues turn_duration;
     HistogramValues attempt_duration;

@@ -59,6 +59,9 @@ Task<TurnRun::AttemptEnd> TurnRun::try_attempt(Attempt& a, Failed& failed) {
                 }
                 a.connection = std::move(connected.connection);
                 a.busy.hold(busy);
+                worker_.counters(slot_)
+                    .connects[metrics::connect_kind(a.connection->is_plain(), a.connection->tls_resumed())]
+                    .fetch_add(1, std::memory_order_relaxed);
             }
             a.exchange.emplace(*a.connection);
             if (plan_.head_request) a.exchange->expect_no_body();

@@ -100,6 +100,8 @@ public:
     Socket& socket() { return socket_; }
     bool is_plain() const { return !ssl_; }
     SSL* ssl() const { return ssl_.get(); }
+    // Its TLS handshake resumed a session an earlier connection was given.
+    bool tls_resumed() const { return ssl_ && SSL_session_reused(ssl_.get()) == 1; }
     // Bounds the next read or write on the socket by `until`. After it,
     // end_read(ec) stops the bound and gives the operation's error,
     // beast::error::timeout when the bound cut it.

@@ -222,6 +222,10 @@ TEST_CASE("after known turns /metrics moved by exactly what the records say", "[
     // was closed, the last stream's went back to the pool.
     CHECK(metric_value(text, R"(modelproxy_upstream_connections{route="fake",state="idle"})") == 1);
     CHECK(metric_value(text, R"(modelproxy_upstream_connections{route="any",state="idle"})") == 0);
+    // Plain HTTP: every new connection counted under tls="none".
+    CHECK(metric_value(text, R"(modelproxy_upstream_connects_total{route="fake",tls="none"})") >= 1);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connects_total{route="fake",tls="full"})") == 0);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connects_total{route="fake",tls="resumed"})") == 0);
     CHECK(metric_value(text, "process_resident_memory_bytes") > 0);
     CHECK(metric_value(text, "process_open_fds") > 0);
 

@@ -375,6 +375,11 @@ TEST_CASE("a new connection to an https upstream resumes the TLS session an earl
     CHECK_FALSE(up[0].tls_resumed);  // the first connection: a full handshake
     CHECK(up[1].tls_resumed);
     CHECK(up[2].tls_resumed);
+    // The proxy's metrics count the same.
+    const std::string text = proxy->client().get("/metrics").body;
+    CHECK(metric_value(text, R"(modelproxy_upstream_connects_total{route="secure",tls="full"})") == 1);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connects_total{route="secure",tls="resumed"})") == 2);
+    CHECK(metric_value(text, R"(modelproxy_upstream_connects_total{route="secure",tls="none"})") == 0);
     // (OpenSSL's server reports a resumed TLS 1.2 connection's SNI from its
     // session, which it stores only with a servername callback: the first.)
     CHECK(up[0].tls_server_name == "localhost");

@@ -96,6 +96,7 @@ TEST_CASE("every family has HELP then TYPE, and every sample belongs to the fami
     CHECK(types["modelproxy_attempt_duration_seconds"] == "histogram");
     CHECK(types["modelproxy_time_to_first_token_seconds"] == "histogram");
     CHECK(types["modelproxy_upstream_connections"] == "gauge");
+    CHECK(types["modelproxy_upstream_connects_total"] == "counter");
     CHECK(types["modelproxy_inflight_turns"] == "gauge");
     CHECK(types["modelproxy_connections"] == "gauge");
     CHECK(types["modelproxy_build_info"] == "gauge");
@@ -126,6 +127,9 @@ TEST_CASE("every known label combination is present, zeros included", "[metrics]
     CHECK(sample(text, R"(modelproxy_upstream_connections{route="openai",state="busy"})") == "0");
     CHECK(sample(text, R"(modelproxy_upstream_connections{route="openai",state="idle"})") == "0");
     CHECK(sample(text, R"(modelproxy_retry_wait_seconds_total{route="openai"})") == "0");
+    for (auto kind : connect_kinds)
+        CHECK(sample(text, "modelproxy_upstream_connects_total{route=\"openai\",tls=\"" + std::string(kind) + "\"}") ==
+              "0");
 }
 
 TEST_CASE("the unrouted slot appears only as rejected turns", "[metrics]") {
