@@ -1,8 +1,14 @@
 #include "transport/tls_sessions.hpp"
 
+#include "policy/tls_session.hpp"
+
+#include <openssl/asn1.h>
 #include <openssl/x509.h>
 
+#include <cstdint>
+
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -49,21 +55,25 @@ Shelf* shelf_of(SSL_CTX* context) {
 
 // Takes `session`'s reference; the oldest goes when the peer has its fill.
 void keep(Peer& peer, SSL_SESSION* session) {
-    if (peer.sessions.size() >= sessions_per_peer) {
+    if (peer.sessions.size() >= policy::tls_sessions_per_peer) {
         SSL_SESSION_free(peer.sessions.front());
         peer.sessions.erase(peer.sessions.begin());
     }
     peer.sessions.push_back(session);
 }
 
-// Still worth offering at `now`: resumable, within the provider's lifetime
-// for it, and its certificate not expired (resumption does not verify again).
+// The policy's view of a session at `now` (policy/tls_session.hpp): not
+// resumable, or a certificate time OpenSSL cannot read, is never offered.
 bool good_at(SSL_SESSION* session, std::time_t now) {
     if (SSL_SESSION_is_resumable(session) != 1) return false;
-    if (now >= static_cast<std::time_t>(SSL_SESSION_get_time(session)) + SSL_SESSION_get_timeout(session))
-        return false;
-    X509* cert = SSL_SESSION_get0_peer(session);
-    return cert == nullptr || X509_cmp_time(X509_get0_notAfter(cert), &now) > 0;
+    policy::TlsSessionTimes times{.issued = static_cast<std::int64_t>(SSL_SESSION_get_time(session)),
+                                  .lifetime = static_cast<std::int64_t>(SSL_SESSION_get_timeout(session))};
+    if (X509* cert = SSL_SESSION_get0_peer(session)) {
+        std::tm tm{};
+        if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) return false;
+        times.cert_not_after = static_cast<std::int64_t>(timegm(&tm));
+    }
+    return policy::tls_session_offerable(times, static_cast<std::int64_t>(now));
 }
 
 Peer* peer_of(SSL* ssl) {
@@ -118,12 +128,15 @@ void offer_session(SSL* ssl, std::string_view peer_name, std::time_t now) {
             stale.push_back(peer.sessions.back());
             peer.sessions.pop_back();
         }
-        if (peer.sessions.size() > 1) {
-            offer = peer.sessions.back();  // its reference moves to `offer`
-            peer.sessions.pop_back();
-        } else if (!peer.sessions.empty()) {
-            // The last one stays: the connection gets a copy of its own.
-            offer = SSL_SESSION_dup(peer.sessions.back());
+        switch (policy::tls_session_take(peer.sessions.size())) {
+            case policy::TlsSessionTake::none: break;
+            case policy::TlsSessionTake::newest:
+                offer = peer.sessions.back();  // its reference moves to `offer`
+                peer.sessions.pop_back();
+                break;
+            case policy::TlsSessionTake::copy_of_newest:
+                offer = SSL_SESSION_dup(peer.sessions.back());  // the last stays; the connection gets its own
+                break;
         }
     }
     for (SSL_SESSION* s : stale) SSL_SESSION_free(s);

@@ -5,16 +5,16 @@
 // per route's TLS context and per host and port, and a later connection to
 // the same host and port offers one; the provider decides whether to resume.
 //
-// What is kept, and for how long:
+// What is kept, and for how long (the rules themselves, table-tested, are
+// policy/tls_session.hpp's; this file holds the sessions and applies them):
 // - Sessions live in the route's SSL_CTX, so they follow its trust roots
 //   and client certificate: a route never resumes another route's session,
 //   and a configuration reload (a new context) starts without any.
-// - Each session is offered once while another is kept (RFC 8446 asks
-//   TLS 1.3 clients to use a ticket once); the last one kept is offered
-//   again rather than fall back to a full handshake (and a TLS 1.2 session,
-//   which a resumption does not renew, stays usable). At most `sessions_per_peer` are kept per host and port, the
-//   newest; OpenSSL's server sends two after a full handshake and one after
-//   a resumption, so a pool refilled at once after a burst finds enough.
+// - Each session is offered once while another is kept; the last one is
+//   copied instead. At most policy::tls_sessions_per_peer are kept per host
+//   and port, the newest; OpenSSL's server sends two after a full handshake
+//   and one after a resumption, so a pool refilled at once after a burst
+//   finds enough.
 // - A session is not offered past its own timeout (the provider's ticket
 //   lifetime) nor past its certificate's notAfter: a resumed connection is
 //   not verified again, so it must not outlive what verified it.
@@ -28,13 +28,10 @@
 
 #include <openssl/ssl.h>
 
-#include <cstddef>
 #include <ctime>
 #include <string_view>
 
 namespace modelproxy::transport::tls {
-
-inline constexpr std::size_t sessions_per_peer = 64;
 
 // Makes `context` keep the sessions its connections are given. Once, when
 // the context is made, before any connection. False when OpenSSL could not
