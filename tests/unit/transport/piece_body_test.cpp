@@ -27,9 +27,10 @@ struct Answer {
     modelproxy::transport::AnswerHead head;
     modelproxy::transport::BodyPiece body;
     ResponseParser parser{head, body};
-    modelproxy::transport::SpillBuffer spill{64};  // small, so the full case is reachable
+    modelproxy::transport::SpillBuffer spill;
 
-    explicit Answer(std::string_view wire) {
+    // A spill limit of 64 by default: small, so the full case is reachable.
+    explicit Answer(std::string_view wire, std::size_t spill_limit = 64) : spill(spill_limit) {
         auto room = buffer.prepare(wire.size());
         std::memcpy(room.data(), wire.data(), wire.size());
         buffer.commit(wire.size());
@@ -191,28 +192,24 @@ TEST_CASE("the spill holds what the joined pieces need and grows, keeping what i
         body += chunk;
     }
     wire += "0\r\n\r\n";
-    Answer a(wire);
-    modelproxy::transport::SpillBuffer spill{4096};
+    Answer a(wire, 4096);
     std::string got;
     std::vector<std::size_t> pieces;
     while (!a.parser.is_done()) {
-        a.parser.body().start(spill);
-        boost::system::error_code ec;
-        REQUIRE(put_buffered(a.parser, a.buffer, ec));
-        REQUIRE(!ec);
-        got.append(a.parser.body().piece);
-        pieces.push_back(a.parser.body().piece.size());
+        bool gave = false;
+        const std::string_view piece = a.next(gave);
+        REQUIRE(gave);
+        got.append(piece);
+        pieces.push_back(piece.size());
         REQUIRE(pieces.size() < 10);
     }
     CHECK(got == body);
     CHECK(pieces.front() == 4096);  // the limit, reached by growing
-    CHECK(spill.capacity() == 4096);
+    CHECK(a.spill.capacity() == 4096);
     // Two small pieces take the least it makes, 1 KiB.
-    modelproxy::transport::SpillBuffer small{65536};
-    Answer b("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
-    b.parser.body().start(small);
-    boost::system::error_code ec;
-    REQUIRE(put_buffered(b.parser, b.buffer, ec));
-    CHECK(b.parser.body().piece == "hello world");
-    CHECK(small.capacity() == 1024);
+    Answer b("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", 65536);
+    bool gave = false;
+    CHECK(b.next(gave) == "hello world");
+    CHECK(gave);
+    CHECK(b.spill.capacity() == 1024);
 }
