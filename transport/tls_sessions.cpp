@@ -6,7 +6,6 @@
 #include <openssl/x509.h>
 
 #include <cstdint>
-
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -67,7 +66,8 @@ void keep(Peer& peer, SSL_SESSION* session) {
 bool good_at(SSL_SESSION* session, std::time_t now) {
     if (SSL_SESSION_is_resumable(session) != 1) return false;
     policy::TlsSessionTimes times{.issued = static_cast<std::int64_t>(SSL_SESSION_get_time(session)),
-                                  .lifetime = static_cast<std::int64_t>(SSL_SESSION_get_timeout(session))};
+                                  .lifetime = static_cast<std::int64_t>(SSL_SESSION_get_timeout(session)),
+                                  .cert_not_after = std::nullopt};
     if (X509* cert = SSL_SESSION_get0_peer(session)) {
         std::tm tm{};
         if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) != 1) return false;
