@@ -14,6 +14,7 @@
 
 #include <charconv>
 #include <ctime>
+#include <tuple>
 #include <utility>
 
 namespace modelproxy::transport {
@@ -86,7 +87,8 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
         co_return result;
     }
 
-    tls::SslPtr ssl = tls::make_client(target.tls->native_handle(), socket);
+    auto input = std::make_unique<tls::Input>();
+    tls::SslPtr ssl = tls::make_client(target.tls->native_handle(), socket, input.get());
     if (!ssl) {
         result.fault = Fault::connect_reset;
         result.detail = "cannot make a TLS connection to " + up.host;
@@ -114,7 +116,14 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
         for (;;) {
             const tls::Step step = tls::handshake(ssl.get(), hec);
             if (step == tls::Step::done || step == tls::Step::failed) break;
-            auto [wait_ec] = co_await socket.async_wait(tls::wait_for(step), use_tuple);
+            // OpenSSL reads the Input: want_read is a read into it (tls_io.hpp).
+            boost::system::error_code wait_ec;
+            if (step == tls::Step::want_read) {
+                auto [read_ec, n] = co_await socket.async_read_some(input->room(), use_tuple);
+                wait_ec = input->took(read_ec, n);
+            } else {
+                std::tie(wait_ec) = co_await socket.async_wait(Socket::wait_write, use_tuple);
+            }
             if (wait_ec) {
                 hec = wait_ec;
                 break;
@@ -136,7 +145,7 @@ Task<ConnectResult> connect(const Target& target, Clock::time_point deadline) {
         result.detail = "TLS handshake with " + up.host + " failed: " + hec.message();
         co_return result;
     }
-    result.connection = std::make_unique<Connection>(std::move(socket), std::move(ssl));
+    result.connection = std::make_unique<Connection>(std::move(socket), std::move(ssl), std::move(input));
     co_return result;
 }
 

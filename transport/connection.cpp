@@ -18,7 +18,7 @@ std::atomic<std::uint64_t> next_connection_id{1};
 bool quiet(Connection& c) {
     if (c.buffer().size() != 0) return false;
     // Bytes OpenSSL already read from the socket count as bytes waiting.
-    if (!c.is_plain() && tls::holds_input(c.ssl())) return false;
+    if (!c.is_plain() && c.tls_holds_input()) return false;
     return plain::quiet(c.socket());
 }
 
@@ -46,8 +46,9 @@ std::string_view to_string(Fault fault) {
     return "unknown";
 }
 
-Connection::Connection(Socket socket, tls::SslPtr ssl)
+Connection::Connection(Socket socket, tls::SslPtr ssl, std::unique_ptr<tls::Input> input)
     : socket_(std::move(socket)),
+      input_(std::move(input)),
       ssl_(std::move(ssl)),
       read_timer_(socket_),
       id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)) {

@@ -1,23 +1,10 @@
 #include "transport/plain_io.hpp"
 
-#include <boost/asio/error.hpp>
-
 #include <sys/socket.h>
 
 #include <cerrno>
 
 namespace modelproxy::transport::plain {
-
-tls::Step read(Socket& socket, boost::asio::mutable_buffer space, std::size_t& n, boost::system::error_code& ec) {
-    ec = {};
-    n = socket.read_some(space, ec);  // non-blocking: would_block instead of a wait
-    if (!ec) return tls::Step::done;
-    if (ec == boost::asio::error::would_block || ec == boost::asio::error::try_again) {
-        ec = {};
-        return tls::Step::want_read;
-    }
-    return tls::Step::failed;
-}
 
 bool quiet(Socket& socket) {
     char byte;

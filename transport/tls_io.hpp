@@ -1,7 +1,8 @@
-// TLS on an upstream connection's own socket: OpenSSL reads and writes the
-// file descriptor itself (SSL_set_fd on the non-blocking socket), and the
-// worker's reactor is asked only to wait until the socket is ready, when
-// OpenSSL says it must (docs/behaviour.md section 4: HTTPS upstreams, verified).
+// TLS on an upstream connection's own socket: OpenSSL writes the file
+// descriptor itself (a socket BIO on the non-blocking socket) and reads
+// either the descriptor too or, for an upstream connection, an Input the
+// worker's reactor fills (docs/behaviour.md section 4: HTTPS upstreams,
+// verified).
 //
 // Why not Asio's ssl::stream (under Beast's ssl_stream): it runs OpenSSL over
 // a pair of memory BIOs and copies every byte between them and its own
@@ -12,13 +13,14 @@
 // SSL_write_ex from the request's own bytes, and nothing else.
 //
 // Every function here is one non-blocking step and returns what it needs
-// next; the caller's coroutine waits for readiness (Socket::async_wait),
-// bounded by the connection's ReadTimer, and steps again. Threading: one
-// connection, one worker thread.
+// next; the caller's coroutine reads the socket into the Input (want_read)
+// or waits for it to be writable (want_write), bounded by the connection's
+// ReadTimer, and steps again. Threading: one connection, one worker thread.
 #pragma once
 
 #include "transport/executor.hpp"
 
+#include <boost/asio/buffer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <openssl/ssl.h>
@@ -33,6 +35,47 @@ struct SslFree {
     void operator()(SSL* ssl) const { SSL_free(ssl); }
 };
 using SslPtr = std::unique_ptr<SSL, SslFree>;
+
+// The bytes the reactor read from an upstream connection's socket that
+// OpenSSL has not taken yet; the connection's SSL object reads them through
+// a BIO of tls_io.cpp's own.
+//
+// Why not let OpenSSL read the descriptor and wait for readability
+// (Socket::async_wait): Asio re-arms the descriptor's epoll registration
+// (an epoll_ctl) for every such wait. An async_read_some issued after a read
+// that drained the socket is queued with no system call at all, and the
+// read the reactor does when bytes come is the only one; on a short answer
+// that is one system call fewer per request.
+//
+// Bytes are copied once more than by a socket BIO (from here into
+// OpenSSL's record buffer); the room is allocated on first use and only the
+// part reads write is ever touched.
+class Input {
+public:
+    // One TLS record and more: a read takes what the socket holds, as
+    // OpenSSL's read-ahead did.
+    static constexpr std::size_t capacity = 16 * 1024 + 2048;
+
+    // Where the next read from the socket goes: the room after the bytes not
+    // yet taken (moved to the front first). Never empty.
+    boost::asio::mutable_buffer room();
+    // What that read came to: its `n` bytes are kept, and the socket's end
+    // of stream is noted (OpenSSL then reads the end: close_notify or not,
+    // as with a socket); any other error is returned for the caller.
+    boost::system::error_code took(boost::system::error_code ec, std::size_t n);
+    // Bytes not yet taken by OpenSSL.
+    std::size_t size() const { return end_ - begin_; }
+    // For the BIO: up to `want` bytes into `out`; how many.
+    std::size_t take(char* out, std::size_t want);
+    // For the BIO: the end of stream was read and every byte before it taken.
+    bool ended() const { return ended_ && size() == 0; }
+
+private:
+    std::unique_ptr<char[]> data_;
+    std::size_t begin_ = 0;
+    std::size_t end_ = 0;
+    bool ended_ = false;
+};
 
 // What a step came to: finished, or waiting for the socket to be readable or
 // writable (then step again), or failed (`ec` says how).
@@ -52,21 +95,25 @@ Step read(SSL* ssl, void* data, std::size_t size, std::size_t& n, boost::system:
 Step write(SSL* ssl, const void* data, std::size_t size, std::size_t& n, boost::system::error_code& ec);
 
 // What to wait for on the socket (Socket::async_wait) before the next step,
-// after want_read or want_write. The caller awaits it in its own coroutine:
-// a coroutine of its own per wait would cost a frame and two resumptions.
+// after want_read or want_write, for an SSL object that reads the socket
+// itself (made without an Input). The caller awaits it in its own
+// coroutine: a coroutine of its own per wait would cost a frame and two
+// resumptions.
 inline Socket::wait_type wait_for(Step step) {
     return step == Step::want_write ? Socket::wait_write : Socket::wait_read;
 }
 
-// Whether OpenSSL holds bytes of the connection already read from the
-// socket (decrypted, or a record in progress): a pooled connection with any
-// is not idle.
-bool holds_input(SSL* ssl);
+// Whether OpenSSL, or the Input it reads when it has one, holds bytes of the
+// connection already read from the socket (decrypted, or a record in
+// progress): a pooled connection with any is not idle.
+bool holds_input(SSL* ssl, const Input* input = nullptr);
 
 // A new client connection's SSL object on `socket`'s descriptor, in the
 // connect state, with partial writes, moving write buffers, released
 // buffers (an idle connection holds no TLS buffers) and read-ahead; null
-// when OpenSSL cannot make one.
-SslPtr make_client(SSL_CTX* context, Socket& socket);
+// when OpenSSL cannot make one. With `input` (which must outlive it) it
+// reads from there, and the caller fills it on want_read; without, it
+// reads the descriptor and the caller waits on want_read (wait_for).
+SslPtr make_client(SSL_CTX* context, Socket& socket, Input* input = nullptr);
 
 }  // namespace modelproxy::transport::tls

@@ -5,12 +5,12 @@
 
 #include "policy/ascii.hpp"
 #include "transport/parse_step.hpp"
-#include "transport/plain_io.hpp"
 #include "transport/stale.hpp"
 #include "transport/write_now.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 namespace modelproxy::transport {
@@ -30,12 +30,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-// One non-blocking read of the connection into `space`, plain (plain_io.hpp)
-// or through OpenSSL (tls_io.hpp): done, failed, or what to wait for.
-tls::Step read_once(Connection& c, asio::mutable_buffer space, std::size_t& n, boost::system::error_code& ec) {
-    if (c.is_plain()) return plain::read(c.socket(), space, n, ec);
-    return tls::read(c.ssl(), space.data(), space.size(), n, ec);
-}
 
 }  // namespace
 
@@ -157,7 +151,13 @@ Task<Fault> Exchange::send_rest(std::string_view head, std::string_view body, st
     } else {
         // send_at_once stopped at a step that waits: wait, and go on.
         for (tls::Step step = tls_want_; step != tls::Step::done;) {
-            auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+            boost::system::error_code wait_ec;
+            if (c.reads_tls_input(step)) {
+                auto [read_ec, n] = co_await c.socket().async_read_some(c.tls_input_room(), use_tuple);
+                wait_ec = c.took_tls_input(read_ec, n);
+            } else {
+                std::tie(wait_ec) = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+            }
             if (wait_ec) {
                 ec = wait_ec;
                 break;
@@ -211,25 +211,35 @@ Task<Fault> Exchange::read_head(Clock::time_point deadline, std::optional<Clock:
             c.bound_read(first_byte && !answered ? *first_byte : deadline);
             boost::system::error_code result;
             std::size_t n = 0;
-            // What the socket or OpenSSL holds, or after a wait for the
-            // socket (plain_io.hpp, tls_io.hpp). Right after the request
-            // went out the answer is not there yet: the first read waits for
-            // it instead of finding the socket empty (one system call
-            // fewer), unless OpenSSL holds bytes.
             const auto space = buffer.prepare(room);
-            bool wait_first =
-                buffer.size() == 0 && !parser.got_some() && (c.is_plain() || !tls::holds_input(c.ssl()));
-            for (;;) {
-                tls::Step step = tls::Step::want_read;
-                if (!wait_first) {
-                    step = read_once(c, space, n, result);
-                    if (step == tls::Step::done || step == tls::Step::failed) break;
-                }
-                wait_first = false;
-                auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
-                if (wait_ec) {
-                    result = wait_ec;
-                    break;
+            if (c.is_plain()) {
+                // Asio's read: after a read that drained the socket it waits
+                // with no system call, and the reactor's read is the one.
+                std::tie(result, n) = co_await c.socket().async_read_some(space, use_tuple);
+            } else {
+                // What OpenSSL or its Input holds, else a read of the socket
+                // into the Input (tls_io.hpp). Right after the request went
+                // out the answer is not there yet: the first step reads the
+                // socket instead of asking OpenSSL for what it cannot have.
+                bool read_first = buffer.size() == 0 && !parser.got_some() && !c.tls_holds_input();
+                for (;;) {
+                    tls::Step step = tls::Step::want_read;
+                    if (!read_first) {
+                        step = tls::read(c.ssl(), space.data(), space.size(), n, result);
+                        if (step == tls::Step::done || step == tls::Step::failed) break;
+                    }
+                    read_first = false;
+                    boost::system::error_code wait_ec;
+                    if (c.reads_tls_input(step)) {
+                        auto [read_ec, got] = co_await c.socket().async_read_some(c.tls_input_room(), use_tuple);
+                        wait_ec = c.took_tls_input(read_ec, got);
+                    } else {
+                        std::tie(wait_ec) = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+                    }
+                    if (wait_ec) {
+                        result = wait_ec;
+                        break;
+                    }
                 }
             }
             boost::system::error_code read_ec = c.end_read(result);

@@ -85,8 +85,9 @@ using ResponseHeader = AnswerHead;
 class Connection {
 public:
     // `socket` connected and non-blocking; `ssl` null for plain TCP, else
-    // its handshake done.
-    Connection(Socket socket, tls::SslPtr ssl);
+    // its handshake done, reading from `input` (tls_io.hpp) when that is
+    // given, else from the socket itself.
+    Connection(Socket socket, tls::SslPtr ssl, std::unique_ptr<tls::Input> input = nullptr);
 
     // The read buffer's room. Beast reads into a flat buffer at most
     // max(512, its free capacity) bytes at a time. Left to grow on demand it
@@ -100,6 +101,16 @@ public:
     Socket& socket() { return socket_; }
     bool is_plain() const { return !ssl_; }
     SSL* ssl() const { return ssl_.get(); }
+    // Whether bytes already read from the socket wait in OpenSSL or its
+    // Input: a read must take them before any wait.
+    bool tls_holds_input() const { return tls::holds_input(ssl_.get(), input_.get()); }
+    // After a TLS step came to want_read or want_write, what the caller
+    // awaits before stepping again: a read of the socket into the Input's
+    // room (tls_input_room, then took_tls_input with what the read came
+    // to), or a wait for readiness (tls::wait_for).
+    bool reads_tls_input(tls::Step step) const { return input_ && step == tls::Step::want_read; }
+    asio::mutable_buffer tls_input_room() { return input_->room(); }
+    boost::system::error_code took_tls_input(boost::system::error_code ec, std::size_t n) { return input_->took(ec, n); }
     // Its TLS handshake resumed a session an earlier connection was given.
     bool tls_resumed() const { return ssl_ && SSL_session_reused(ssl_.get()) == 1; }
     // Bounds the next read or write on the socket by `until`. After it,
@@ -123,6 +134,7 @@ public:
 private:
     friend class Exchange;
     Socket socket_;
+    std::unique_ptr<tls::Input> input_;  // before ssl_, whose BIO reads it: freed after
     tls::SslPtr ssl_;        // after socket_: freed before the descriptor closes
     ReadTimer read_timer_;   // after socket_, which it refers to: destroyed first
     beast::flat_buffer buffer_;

@@ -7,6 +7,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include <algorithm>
+#include <tuple>
 
 namespace modelproxy::transport {
 
@@ -124,7 +125,13 @@ Task<Fault> Exchange::read_body(std::string& out, std::string_view* piece, bool&
             std::size_t n = 0;
             const tls::Step step = tls::read(c.ssl(), space.data(), space.size(), n, ec);
             if (step == tls::Step::want_read || step == tls::Step::want_write) {
-                auto [wait_ec] = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+                boost::system::error_code wait_ec;
+                if (c.reads_tls_input(step)) {
+                    auto [read_ec, got] = co_await c.socket().async_read_some(c.tls_input_room(), use_tuple);
+                    wait_ec = c.took_tls_input(read_ec, got);
+                } else {
+                    std::tie(wait_ec) = co_await c.socket().async_wait(tls::wait_for(step), use_tuple);
+                }
                 if (wait_ec) {
                     ec = wait_ec;
                     break;
