@@ -5,6 +5,7 @@
 #include "proxy/request.hpp"
 #include "proxy/response_head.hpp"
 #include "proxy/turn.hpp"
+#include "proxy/turn_watch.hpp"
 #include "transport/body_read.hpp"
 #include "transport/field_scan.hpp"
 #include "transport/parse_step.hpp"
@@ -18,6 +19,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <tuple>
 
 namespace modelproxy::proxy {
 
@@ -62,6 +64,7 @@ private:
     Worker& worker_;
     Socket socket_;
     asio::cancellation_signal& cut_;  // cuts a running turn (run_turn)
+    ClientWait client_wait_;          // on socket_: a turn's watch, then the wait for the next request
     // Held only while a request is in progress (see RequestSlot); null while
     // the connection waits for its next request.
     std::unique_ptr<RequestSlot> slot_;
@@ -293,7 +296,16 @@ Task<void> Session::run() {
         if (!slot_ || slot_->buffer.size() == 0) {
             if (slot_) worker_.give_back(std::move(slot_));
             read_timer.arm(std::chrono::milliseconds(first ? limits.header_timeout_ms : limits.idle_timeout_ms));
-            auto [ec] = co_await socket_.async_wait(Socket::wait_read, use_tuple);
+            // The last turn's watch, when it is still out, is this wait
+            // (turn_watch.hpp); when it came during the turn, the bytes
+            // are there.
+            boost::system::error_code ec;
+            if (client_wait_.came()) {
+                ec = client_wait_.take();
+            } else {
+                client_wait_.start(socket_);
+                std::tie(ec) = co_await client_wait_.next(use_tuple);
+            }
             const bool late = read_timer.disarm();
             if (ec) {
                 if (late && ec == asio::error::operation_aborted && first)
@@ -331,7 +343,7 @@ Task<void> Session::run() {
                 // time instead of idling in the slot (the next request reads
                 // into a new one).
                 if (slot.plan.wants_stream && slot.buffer.size() == 0) slot.buffer.shrink_to_fit();
-                stays_open = co_await run_turn(worker_, socket_, slot.plan, cut_);
+                stays_open = co_await run_turn(worker_, socket_, client_wait_, slot.plan, cut_);
             } else {
                 stays_open = co_await answer_reply(reply, slot.plan);
             }

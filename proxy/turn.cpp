@@ -191,7 +191,8 @@ void RequestSlot::clear() {
     plan.stream.reader.reset();  // releases buffers grown past its own limit
 }
 
-Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::cancellation_signal& cut) {
+Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPlan& plan,
+                    asio::cancellation_signal& cut) {
     worker.shared().inflight_turns.fetch_add(1);
     struct Done {
         Shared& shared;
@@ -215,7 +216,7 @@ Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::can
         ~Finish() { watch.finish(); }
     };
     TurnRun turn(worker, client, plan, *watch, worker.shared().turn_clock);
-    watch_client(client, watch);
+    wait.watch(client, watch);
     worker.running_turns().push_back(*watch);
     TurnWatch::Reason reason = TurnWatch::Reason::none;
     bool answered = false;

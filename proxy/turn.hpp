@@ -116,10 +116,14 @@ struct RequestSlot {
     void clear();
 };
 
+class ClientWait;  // turn_watch.hpp
+
 // Runs the turn and writes the whole answer. Returns whether the client
 // connection may carry another request.
 // Runs inside the session's coroutine; `cut` is the session's cancellation
-// signal (run_session), which the turn's watch emits to cut it.
-Task<bool> run_turn(Worker& worker, Socket& client, ForwardPlan& plan, asio::cancellation_signal& cut);
+// signal (run_session), which the turn's watch emits to cut it, and `wait`
+// the session's wait on `client`, which watches the turn.
+Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPlan& plan,
+                    asio::cancellation_signal& cut);
 
 }  // namespace modelproxy::proxy

@@ -3,9 +3,13 @@
 #pragma once
 
 #include "transport/executor.hpp"
+#include "transport/recycling.hpp"
 
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/intrusive/list.hpp>
+
+#include <boost/system/error_code.hpp>
 
 #include <memory>
 
@@ -37,9 +41,9 @@ struct TurnWatch {
         reason = why;
         turn->emit(asio::cancellation_type::terminal);
     }
-    // The client watch is left waiting: it completes, and does nothing, when
-    // the client's next request arrives, and the session's wait for that
-    // request joins it (watch_client).
+    // The client wait is left out: it completes, and cuts nothing, when the
+    // client's next request arrives, and the session takes it as its wait
+    // for that request (ClientWait).
     void finish() {
         done = true;
         running.unlink();
@@ -55,18 +59,82 @@ using TurnWatches = boost::intrusive::list<
     boost::intrusive::member_hook<TurnWatch, decltype(TurnWatch::running), &TurnWatch::running>,
     boost::intrusive::constant_time_size<false>>;
 
-// The client is gone when its socket reads EOF or an error. Pipelined bytes
-// mean it is still there: then nothing more is watched for this turn.
+// The one wait for readability a client connection has out at a time
+// (Socket::async_wait). While a turn runs it is the turn's watch: the client
+// is gone when its socket then reads EOF or an error, and the turn is cut;
+// pipelined bytes mean it is still there, and nothing more is watched for
+// that turn. Once the turn has ended, the same wait is the session's wait
+// for the next request (next()).
 //
-// The wait is not withdrawn when the turn ends. Asio re-arms the socket in
-// epoll (an epoll_ctl system call) for every wait it starts on a socket with
-// no operation pending, since an edge-triggered readiness may have been
-// spent; with this one still pending, the session's wait for the next
-// request is queued behind it with no system call, and both complete on the
-// same readiness: one epoll_ctl less per keep-alive request. A
-// close, an idle timeout or a reset completes it like any other operation
-// on the socket.
-void watch_client(Socket& client, const std::shared_ptr<TurnWatch>& watch);
+// Why one: Asio re-arms a socket in epoll (an epoll_ctl) for every wait it
+// starts with no operation pending on it, and two waits on the same
+// readiness cost a second completion, posted behind the reactor, which is a
+// scheduler pass and an epoll_wait of its own per keep-alive request. A
+// close, an idle timeout (the session's ReadTimer cancels the socket) or a
+// reset completes it like any other operation on the socket.
+//
+// The completion owns the wait's state; the session holds it too except
+// while it is parked in next(), so that a worker torn down with the session
+// parked frees both (no cycle through the parked coroutine).
+class ClientWait {
+public:
+    ClientWait();
+    ClientWait(const ClientWait&) = delete;
+    ClientWait& operator=(const ClientWait&) = delete;
+
+    // Starts the wait on `client` unless one is out or came and is not taken.
+    void start(Socket& client);
+    // `watch`'s turn is cut when the wait completes on a client that has left
+    // while the turn runs (TurnWatch::done unset). Starts the wait.
+    void watch(Socket& client, std::shared_ptr<TurnWatch> watch);
+    // Whether the wait completed and its result is not taken.
+    bool came() const { return state_->came; }
+    // Its result, taken: the next start() starts a new one.
+    boost::system::error_code take() {
+        state_->came = false;
+        return state_->ec;
+    }
+    // Completes when the wait that is out does: with `use_tuple`, a
+    // std::tuple<error_code> that is also take()n. Only with a wait out and
+    // not come, one at a time.
+    template <typename Token>
+    auto next(Token&& token) {
+        return asio::async_initiate<Token, void(boost::system::error_code)>(
+            [this](auto handler) {
+                using Handler = decltype(handler);
+                park(std::allocate_shared<WaiterOf<Handler>>(transport::RecyclingAllocator<WaiterOf<Handler>>(),
+                                                             std::move(handler)));
+            },
+            token);
+    }
+
+private:
+    // The parked session's completion handler, its type erased (Asio's
+    // any_completion_handler in Boost 1.81 wraps itself when moved).
+    struct Waiter {
+        virtual ~Waiter() = default;
+        virtual void complete(boost::system::error_code ec) = 0;
+    };
+    template <typename Handler>
+    struct WaiterOf final : Waiter {
+        Handler handler;
+        explicit WaiterOf(Handler h) : handler(std::move(h)) {}
+        void complete(boost::system::error_code ec) override { std::move(handler)(ec); }
+    };
+    struct State {
+        bool out = false;   // an async_wait is pending
+        bool came = false;  // it completed; `ec` is its result, not yet taken
+        boost::system::error_code ec;
+        std::shared_ptr<TurnWatch> watch;  // the running turn's, until the wait completes
+        std::shared_ptr<Waiter> waiter;    // the parked session's
+        ClientWait* home = nullptr;        // where the state goes back when the session is woken
+    };
+    void park(std::shared_ptr<Waiter> waiter);
+    static void complete(const std::shared_ptr<State>& state, int fd, boost::system::error_code ec);
+
+    std::shared_ptr<State> state_;
+};
+
 // Cuts every turn in `running` with Reason::drain_limit.
 void cut_at_drain_limit(TurnWatches& running);
 
