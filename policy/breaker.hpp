@@ -51,7 +51,7 @@ enum class BreakerCount { failure, success, none };
 // The facts of an attempt's end that the attribution reads.
 struct BreakerFacts {
     bool ok_2xx = false;                  // the answer was 2xx and the attempt did not fail
-    std::optional<ErrorClass> failed;     // the failure's class, when it failed
+    std::optional<ErrorClass> failed = std::nullopt;  // the failure's class, when it failed
     TimeoutSource timeout_source = TimeoutSource::none;
     bool deadline_cut = false;            // the turn deadline cut it
     bool client_left = false;             // it ended because the client left
