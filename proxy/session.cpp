@@ -19,8 +19,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include <tuple>
-
 namespace modelproxy::proxy {
 
 namespace {
@@ -35,7 +33,7 @@ constexpr std::string_view metrics_content_type = "text/plain; version=0.0.4; ch
 class Session {
 public:
     Session(Worker& worker, Socket socket, asio::cancellation_signal& cut)
-        : worker_(worker), socket_(std::move(socket)), cut_(cut) {}
+        : worker_(worker), socket_(std::move(socket)), client_wait_(cut) {}
     ~Session() {
         if (slot_) worker_.give_back(std::move(slot_));
     }
@@ -63,8 +61,9 @@ private:
 
     Worker& worker_;
     Socket socket_;
-    asio::cancellation_signal& cut_;  // cuts a running turn (run_turn)
-    ClientWait client_wait_;          // on socket_: a turn's watch, then the wait for the next request
+    // On socket_: a turn's watch (its TurnWatch emits the session's
+    // cancellation signal to cut the turn), then the wait for the next request.
+    ClientWait client_wait_;
     // Held only while a request is in progress (see RequestSlot); null while
     // the connection waits for its next request.
     std::unique_ptr<RequestSlot> slot_;
@@ -299,13 +298,11 @@ Task<void> Session::run() {
             // The last turn's watch, when it is still out, is this wait
             // (turn_watch.hpp); when it came during the turn, the bytes
             // are there.
-            boost::system::error_code ec;
-            if (client_wait_.came()) {
-                ec = client_wait_.take();
-            } else {
+            if (!client_wait_.came()) {
                 client_wait_.start(socket_);
-                std::tie(ec) = co_await client_wait_.next(use_tuple);
+                co_await client_wait_.next(use_tuple);
             }
+            boost::system::error_code ec = client_wait_.take();
             const bool late = read_timer.disarm();
             if (ec) {
                 if (late && ec == asio::error::operation_aborted && first)
@@ -343,7 +340,7 @@ Task<void> Session::run() {
                 // time instead of idling in the slot (the next request reads
                 // into a new one).
                 if (slot.plan.wants_stream && slot.buffer.size() == 0) slot.buffer.shrink_to_fit();
-                stays_open = co_await run_turn(worker_, socket_, client_wait_, slot.plan, cut_);
+                stays_open = co_await run_turn(worker_, socket_, client_wait_, slot.plan);
             } else {
                 stays_open = co_await answer_reply(reply, slot.plan);
             }

@@ -191,8 +191,7 @@ void RequestSlot::clear() {
     plan.stream.reader.reset();  // releases buffers grown past its own limit
 }
 
-Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPlan& plan,
-                    asio::cancellation_signal& cut) {
+Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPlan& plan) {
     worker.shared().inflight_turns.fetch_add(1);
     struct Done {
         Shared& shared;
@@ -206,29 +205,28 @@ Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPla
     // once; the turn then sees its watch's reason and returns. The turn runs
     // in the session's own coroutine: a coroutine of its own, only so that it
     // had a slot of its own to cut, cost a spawn, two frames and two
-    // scheduler passes per request. Recycled memory (recycling.hpp): a turn
-    // costs no allocation for its watch.
-    auto watch = std::allocate_shared<TurnWatch>(transport::RecyclingAllocator<TurnWatch>(), cut);
+    // scheduler passes per request. The watch is the connection's own
+    // (ClientWait, turn_watch.hpp): a turn costs no allocation for it.
+    TurnWatch& watch = wait.begin_turn(client);
     // The turn's end, however it ends (an exception included): the watch
     // stops cutting before the session goes on.
     struct Finish {
         TurnWatch& watch;
         ~Finish() { watch.finish(); }
     };
-    TurnRun turn(worker, client, plan, *watch, worker.shared().turn_clock);
-    wait.watch(client, watch);
-    worker.running_turns().push_back(*watch);
+    TurnRun turn(worker, client, plan, watch, worker.shared().turn_clock);
+    worker.running_turns().push_back(watch);
     TurnWatch::Reason reason = TurnWatch::Reason::none;
     bool answered = false;
     {
-        Finish finish{*watch};
+        Finish finish{watch};
         // Not a conditional expression inside co_await (g++ 12 hazard).
         if (plan.wants_stream) {
             answered = co_await turn.run_with_ticker();
         } else {
             answered = co_await turn.run();
         }
-        reason = turn.ended() ? TurnWatch::Reason::none : watch->reason;
+        reason = turn.ended() ? TurnWatch::Reason::none : watch.reason;
     }
     if (reason == TurnWatch::Reason::none) co_return answered;
     if (reason == TurnWatch::Reason::drain_limit) {

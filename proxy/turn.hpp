@@ -120,10 +120,9 @@ class ClientWait;  // turn_watch.hpp
 
 // Runs the turn and writes the whole answer. Returns whether the client
 // connection may carry another request.
-// Runs inside the session's coroutine; `cut` is the session's cancellation
-// signal (run_session), which the turn's watch emits to cut it, and `wait`
-// the session's wait on `client`, which watches the turn.
-Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPlan& plan,
-                    asio::cancellation_signal& cut);
+// Runs inside the session's coroutine; `wait` is the session's wait on
+// `client`, whose TurnWatch cuts the turn through the session's cancellation
+// signal (run_session).
+Task<bool> run_turn(Worker& worker, Socket& client, ClientWait& wait, ForwardPlan& plan);
 
 }  // namespace modelproxy::proxy

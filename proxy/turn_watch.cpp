@@ -6,8 +6,8 @@
 
 namespace modelproxy::proxy {
 
-ClientWait::ClientWait()
-    : state_(std::allocate_shared<State>(transport::RecyclingAllocator<State>())) {}
+ClientWait::ClientWait(asio::cancellation_signal& cut)
+    : state_(std::allocate_shared<State>(transport::RecyclingAllocator<State>(), cut)) {}
 
 void ClientWait::start(Socket& client) {
     if (state_->out || state_->came) return;
@@ -17,14 +17,15 @@ void ClientWait::start(Socket& client) {
     });
 }
 
-void ClientWait::watch(Socket& client, std::shared_ptr<TurnWatch> watch) {
-    state_->watch = std::move(watch);
+TurnWatch& ClientWait::begin_turn(Socket& client) {
+    state_->watch.begin();
     start(client);
+    return state_->watch;
 }
 
-void ClientWait::park(std::shared_ptr<Waiter> waiter) {
+void ClientWait::park(Waiter* waiter) {
     State& state = *state_;
-    state.waiter = std::move(waiter);
+    state.waiter = waiter;
     state.home = this;
     state_.reset();  // the completion's own reference is the one left
 }
@@ -32,19 +33,18 @@ void ClientWait::park(std::shared_ptr<Waiter> waiter) {
 void ClientWait::complete(const std::shared_ptr<State>& state, int fd, boost::system::error_code ec) {
     state->out = false;
     state->came = true;
-    state->ec = ec;
-    if (std::shared_ptr<TurnWatch> watch = std::move(state->watch); watch && !ec && !watch->done) {
+    state->error = !ec ? 0 : ec.category() == boost::system::system_category() ? ec.value() : EIO;
+    if (!ec && !state->watch.done) {
         char byte;
         const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            watch->cut(TurnWatch::Reason::client_left);
+            state->watch.cut(TurnWatch::Reason::client_left);
     }
-    if (state->waiter) {
+    if (Waiter* waiter = state->waiter) {
+        state->waiter = nullptr;
         state->home->state_ = state;
         state->home = nullptr;
-        const std::shared_ptr<Waiter> waiter = std::move(state->waiter);
-        state->came = false;  // taken by the waiter
-        waiter->complete(ec);
+        waiter->complete();
     }
 }
 

@@ -21,12 +21,11 @@ using transport::Socket;
 // What ends a turn from outside: the client hanging up (EOF or reset) or the
 // drain limit. Watched with a plain callback and a list, not coroutines raced
 // with `||` (which spawns one coroutine per branch and posts several handlers
-// per turn). Shared with the client callback, which may run after the turn is
-// gone.
+// per turn). One per client connection, in its ClientWait, each turn in turn.
 struct TurnWatch {
     enum class Reason { none, client_left, drain_limit };
     Reason reason = Reason::none;
-    bool done = false;                        // the turn has ended: callbacks do nothing
+    bool done = true;                         // no turn runs (none yet, or it ended): nothing is cut
     // The session's cancellation signal (run_session): emitting it cancels
     // whatever the session's coroutine is waiting on, which during a turn is
     // the turn's. Outlives every turn of its session; not used after finish().
@@ -36,6 +35,11 @@ struct TurnWatch {
     // In its worker's list of running turns (TurnWatches) while the turn runs.
     boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::auto_unlink>> running;
 
+    // A turn starts: it is cut from here until finish().
+    void begin() {
+        reason = Reason::none;
+        done = false;
+    }
     void cut(Reason why) {
         if (done || reason != Reason::none) return;
         reason = why;
@@ -78,58 +82,79 @@ using TurnWatches = boost::intrusive::list<
 // parked frees both (no cycle through the parked coroutine).
 class ClientWait {
 public:
-    ClientWait();
     ClientWait(const ClientWait&) = delete;
     ClientWait& operator=(const ClientWait&) = delete;
 
+    // `cut` is the session's cancellation signal (TurnWatch::turn).
+    explicit ClientWait(asio::cancellation_signal& cut);
+
     // Starts the wait on `client` unless one is out or came and is not taken.
     void start(Socket& client);
-    // `watch`'s turn is cut when the wait completes on a client that has left
-    // while the turn runs (TurnWatch::done unset). Starts the wait.
-    void watch(Socket& client, std::shared_ptr<TurnWatch> watch);
+    // A turn begins: the connection's TurnWatch, which the wait's completion
+    // cuts when the client has left while the turn runs. Starts the wait.
+    TurnWatch& begin_turn(Socket& client);
     // Whether the wait completed and its result is not taken.
     bool came() const { return state_->came; }
     // Its result, taken: the next start() starts a new one.
     boost::system::error_code take() {
         state_->came = false;
-        return state_->ec;
+        return {state_->error, boost::system::system_category()};
     }
-    // Completes when the wait that is out does: with `use_tuple`, a
-    // std::tuple<error_code> that is also take()n. Only with a wait out and
-    // not come, one at a time.
+    // Completes when the wait that is out does (then take() its result).
+    // Only with a wait out and not come, one at a time.
     template <typename Token>
     auto next(Token&& token) {
-        return asio::async_initiate<Token, void(boost::system::error_code)>(
-            [this](auto handler) {
-                using Handler = decltype(handler);
-                park(std::allocate_shared<WaiterOf<Handler>>(transport::RecyclingAllocator<WaiterOf<Handler>>(),
-                                                             std::move(handler)));
-            },
-            token);
+        return asio::async_initiate<Token, void()>(
+            [this](auto handler) { park(WaiterOf<decltype(handler)>::make(std::move(handler))); }, token);
     }
 
 private:
     // The parked session's completion handler, its type erased (Asio's
-    // any_completion_handler in Boost 1.81 wraps itself when moved).
+    // any_completion_handler in Boost 1.81 wraps itself when moved), in
+    // recycled memory; freed by complete() or discard().
     struct Waiter {
-        virtual ~Waiter() = default;
-        virtual void complete(boost::system::error_code ec) = 0;
+        virtual void complete() = 0;
+        virtual void discard() = 0;
+
+    protected:
+        ~Waiter() = default;
     };
     template <typename Handler>
     struct WaiterOf final : Waiter {
+        using Allocator = transport::RecyclingAllocator<WaiterOf>;
         Handler handler;
         explicit WaiterOf(Handler h) : handler(std::move(h)) {}
-        void complete(boost::system::error_code ec) override { std::move(handler)(ec); }
+        static Waiter* make(Handler h) {
+            Allocator allocator;
+            WaiterOf* w = allocator.allocate(1);
+            return new (w) WaiterOf(std::move(h));
+        }
+        void discard() override {
+            this->~WaiterOf();
+            Allocator().deallocate(this, 1);
+        }
+        void complete() override {
+            Handler h = std::move(handler);
+            discard();
+            std::move(h)();
+        }
     };
+    // Kept small: an open stream holds one.
     struct State {
-        bool out = false;   // an async_wait is pending
-        bool came = false;  // it completed; `ec` is its result, not yet taken
-        boost::system::error_code ec;
-        std::shared_ptr<TurnWatch> watch;  // the running turn's, until the wait completes
-        std::shared_ptr<Waiter> waiter;    // the parked session's
-        ClientWait* home = nullptr;        // where the state goes back when the session is woken
+        explicit State(asio::cancellation_signal& cut) : watch(cut) {}
+        ~State() {
+            if (waiter) waiter->discard();
+        }
+        State(const State&) = delete;
+        State& operator=(const State&) = delete;
+        TurnWatch watch;            // of the turn running, if one is
+        bool out = false;           // an async_wait is pending
+        bool came = false;          // it completed; `error` is its result, not yet taken
+        int error = 0;              // its error's value (the system category's, as a socket's)
+        Waiter* waiter = nullptr;   // the parked session's
+        ClientWait* home = nullptr;  // where the state goes back when the session is woken
     };
-    void park(std::shared_ptr<Waiter> waiter);
+    void park(Waiter* waiter);
     static void complete(const std::shared_ptr<State>& state, int fd, boost::system::error_code ec);
 
     std::shared_ptr<State> state_;
