@@ -30,7 +30,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-
 }  // namespace
 
 // An upstream response head longer than this is refused (a dropped
